@@ -1,0 +1,484 @@
+// pipesched: is a schedule legal and deadlock-free?
+//
+// validate() checks one iteration's compute actions, per rank and in execution order:
+//   - every action is F, B, I or W, with its stage and microbatch in range;
+//   - every (stage, microbatch) runs exactly one F and either one B or one I and one W
+//     (duplicates and out-of-range microbatches are errors, unlike PyTorch's set-based check);
+//   - B or I comes after its F, W after its I (they run on the same rank);
+//   - a stage runs on one rank only;
+//   - the cross-rank dependencies can be met: F of stage s needs F of s-1, B/I of stage s
+//     needs B/I of s+1 (same microbatch). A rank blocks at its next action until that input has
+//     been produced; sends never block, as with the batched isend/irecv of PyTorch and Megatron.
+//     If ranks remain blocked forever the verdict names the cycle of waiting ranks.
+// Linear in the number of actions: a first pass counts and checks order, a second replays the
+// ranks with a work list, so each action is visited a constant number of times.
+//
+// Everything is constexpr: `static_assert(validate(pol))` works, and require_valid<pol>()
+// prints the verdict's fields in the compiler's message when it fails.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../event.hpp"
+#include "../io/action_text.hpp"
+#include "../policy.hpp"
+#include "../shape.hpp"
+
+namespace pipesched {
+
+enum class verdict_code : std::uint8_t {
+    valid,
+    invalid_shape,           ///< the policy rejects its shape (see check().message)
+    not_compute,             ///< an op other than F, B, I, W in a compute schedule
+    out_of_range,            ///< stage or microbatch outside the shape
+    duplicate,               ///< the same action twice, or B together with I/W for one unit
+    missing,                 ///< an F, B, I or W that never runs
+    backward_before_forward, ///< B or I of a unit before its F
+    weight_before_input,     ///< W of a unit before its I
+    stage_on_two_ranks,      ///< one stage executed by two ranks
+    deadlock,                ///< ranks wait on each other forever
+};
+
+[[nodiscard]] constexpr std::string_view to_string(verdict_code c) noexcept {
+    switch (c) {
+    case verdict_code::valid: return "valid";
+    case verdict_code::invalid_shape: return "invalid_shape";
+    case verdict_code::not_compute: return "not_compute";
+    case verdict_code::out_of_range: return "out_of_range";
+    case verdict_code::duplicate: return "duplicate";
+    case verdict_code::missing: return "missing";
+    case verdict_code::backward_before_forward: return "backward_before_forward";
+    case verdict_code::weight_before_input: return "weight_before_input";
+    case verdict_code::stage_on_two_ranks: return "stage_on_two_ranks";
+    case verdict_code::deadlock: return "deadlock";
+    }
+    return "?";
+}
+
+/// A rank blocked at `index`, waiting to run `waiting`.
+struct blocked_rank {
+    std::uint32_t rank = 0;
+    std::uint32_t index = 0;
+    action waiting{};
+    friend constexpr bool operator==(const blocked_rank&, const blocked_rank&) = default;
+};
+
+inline constexpr std::size_t max_cycle_report = 8;
+
+/// Result of validate(): converts to true when the schedule is valid.
+struct verdict {
+    verdict_code code = verdict_code::valid;
+    std::uint32_t rank = 0;   ///< rank of the offending action
+    std::uint32_t index = 0;  ///< its position in the rank's sequence
+    action subject{};         ///< the offending (or missing) action
+    std::uint32_t other_rank = 0; ///< stage_on_two_ranks: the rank that ran the stage first
+    std::uint32_t cycle_length = 0; ///< deadlock: ranks in the waiting cycle
+    std::array<blocked_rank, max_cycle_report> cycle{}; ///< deadlock: the first of them
+    std::string_view shape_message{}; ///< invalid_shape: the violated constraint
+
+    constexpr explicit operator bool() const noexcept { return code == verdict_code::valid; }
+    friend constexpr bool operator==(const verdict&, const verdict&) = default;
+};
+
+/// Sequences of actions per rank, the form validate() works on. Policies and lists of actions
+/// (for example a schedule read from CSV) are adapted to it below.
+template <class S>
+concept action_source = requires(const S& s, std::uint32_t rank) {
+    { s.ranks() } -> std::same_as<std::uint32_t>;
+    { s.stages() } -> std::same_as<std::uint32_t>;
+    { s.microbatches() } -> std::same_as<std::uint32_t>;
+    { s.cursor(rank).done() } -> std::same_as<bool>;
+    { s.cursor(rank).current() } -> std::same_as<action>;
+};
+
+namespace detail {
+
+// Per-unit state bits for the first (count/order) pass and the second (replay) pass.
+enum unit_bits : std::uint8_t {
+    seen_f = 1,
+    seen_b = 2,
+    seen_i = 4,
+    seen_w = 8,
+    done_f = 16,
+    done_b = 32, // B or I has run: the gradient for the previous stage exists
+};
+
+inline constexpr std::uint32_t no_rank = 0xFFFFFFFFu;
+
+template <class Source>
+class validator {
+public:
+    constexpr explicit validator(const Source& s)
+        : src_{s}, stages_{s.stages()}, microbatches_{s.microbatches()},
+          bits_(std::size_t{s.stages()} * s.microbatches(), 0), owner_(s.stages(), no_rank) {}
+
+    constexpr verdict run() {
+        if (count_and_order()) return result_;
+        if (find_missing()) return result_;
+        replay();
+        return result_;
+    }
+
+private:
+    [[nodiscard]] constexpr std::size_t unit_index(const action& a) const noexcept {
+        return std::size_t{a.stage} * microbatches_ + a.microbatch;
+    }
+    constexpr bool fail(verdict_code code, std::uint32_t rank, std::uint32_t index,
+                        const action& a) noexcept {
+        result_.code = code;
+        result_.rank = rank;
+        result_.index = index;
+        result_.subject = a;
+        return true;
+    }
+
+    /// First pass: ranges, ownership, duplicates and same-rank order. True on the first error.
+    constexpr bool count_and_order() {
+        for (std::uint32_t r = 0; r < src_.ranks(); ++r) {
+            std::uint32_t i = 0;
+            for (auto c = src_.cursor(r); !c.done(); c.advance(), ++i) {
+                const action a = c.current();
+                if (!is_compute(a.kind)) return fail(verdict_code::not_compute, r, i, a);
+                if (a.stage >= stages_ || a.microbatch >= microbatches_) {
+                    return fail(verdict_code::out_of_range, r, i, a);
+                }
+                if (owner_[a.stage] == no_rank) owner_[a.stage] = r;
+                if (owner_[a.stage] != r) {
+                    result_.other_rank = owner_[a.stage];
+                    return fail(verdict_code::stage_on_two_ranks, r, i, a);
+                }
+                if (record(a)) return fail(result_.code, r, i, a);
+            }
+        }
+        return false;
+    }
+
+    /// Sets the seen bit of one action; on error stores the code in result_ and returns true.
+    constexpr bool record(const action& a) noexcept {
+        std::uint8_t& b = bits_[unit_index(a)];
+        const auto error = [this](verdict_code code) {
+            result_.code = code;
+            return true;
+        };
+        switch (a.kind) {
+        case op::forward:
+            if (b & seen_f) return error(verdict_code::duplicate);
+            b |= seen_f;
+            return false;
+        case op::backward:
+        case op::backward_input: {
+            if (b & (seen_b | seen_i)) return error(verdict_code::duplicate);
+            if (a.kind == op::backward && (b & seen_w)) return error(verdict_code::duplicate);
+            if (!(b & seen_f)) return error(verdict_code::backward_before_forward);
+            b |= a.kind == op::backward ? seen_b : seen_i;
+            return false;
+        }
+        case op::backward_weight:
+            if (b & (seen_w | seen_b)) return error(verdict_code::duplicate);
+            if (!(b & seen_i)) return error(verdict_code::weight_before_input);
+            b |= seen_w;
+            return false;
+        default: return error(verdict_code::not_compute);
+        }
+    }
+
+    /// Every unit needs F and either B or I+W. Reports the first gap in (stage, mb) order.
+    constexpr bool find_missing() noexcept {
+        for (std::uint32_t s = 0; s < stages_; ++s) {
+            for (std::uint32_t mb = 0; mb < microbatches_; ++mb) {
+                const std::uint8_t b = bits_[std::size_t{s} * microbatches_ + mb];
+                op absent = op::forward;
+                if (!(b & seen_f)) absent = op::forward;
+                else if (b & seen_b) continue;
+                else if (!(b & seen_i)) absent = op::backward;
+                else if (!(b & seen_w)) absent = op::backward_weight;
+                else continue;
+                const std::uint32_t r = owner_[s] == no_rank ? 0 : owner_[s];
+                return fail(verdict_code::missing, r, 0, action{s, absent, mb});
+            }
+        }
+        return false;
+    }
+
+    /// The action whose result `a` needs from another stage; false if it needs none.
+    [[nodiscard]] constexpr bool dependency(const action& a, action& dep) const noexcept {
+        if (a.kind == op::forward) {
+            if (a.stage == 0) return false;
+            dep = action{a.stage - 1, op::forward, a.microbatch};
+            return true;
+        }
+        if (a.kind == op::backward_weight || a.stage + 1 == stages_) return false;
+        dep = action{a.stage + 1, op::backward, a.microbatch};
+        return true;
+    }
+    [[nodiscard]] constexpr bool produced(const action& dep) const noexcept {
+        return bits_[unit_index(dep)] & (dep.kind == op::forward ? done_f : done_b);
+    }
+
+    /// Second pass: run every rank until it blocks; a finished action wakes the one rank
+    /// that can be waiting for it (the owner of the neighbouring stage).
+    constexpr void replay() {
+        const std::uint32_t p = src_.ranks();
+        using cursor_t = decltype(src_.cursor(0u));
+        std::vector<cursor_t> cursors;
+        cursors.reserve(p);
+        std::vector<std::uint32_t> position(p, 0);
+        std::vector<action> waiting_for(p);
+        std::vector<std::uint8_t> blocked(p, 0); // not vector<bool>: clang 14 cannot run it in constexpr
+        std::vector<std::uint32_t> work;
+        work.reserve(p);
+        for (std::uint32_t r = 0; r < p; ++r) {
+            cursors.push_back(src_.cursor(r));
+            work.push_back(p - 1 - r);
+        }
+        std::uint32_t finished = 0;
+        while (!work.empty()) {
+            const std::uint32_t r = work.back();
+            work.pop_back();
+            blocked[r] = 0;
+            auto& c = cursors[r];
+            for (; !c.done(); c.advance(), ++position[r]) {
+                const action a = c.current();
+                action dep{};
+                if (dependency(a, dep) && !produced(dep)) {
+                    blocked[r] = 1;
+                    waiting_for[r] = dep;
+                    break;
+                }
+                const bool forward = a.kind == op::forward;
+                if (forward || a.kind != op::backward_weight) {
+                    bits_[unit_index(a)] |= forward ? done_f : done_b;
+                    // Who could be waiting for this result?
+                    const bool has_consumer = forward ? a.stage + 1 < stages_ : a.stage > 0;
+                    if (has_consumer) {
+                        const std::uint32_t consumer_stage = forward ? a.stage + 1 : a.stage - 1;
+                        const std::uint32_t w = owner_[consumer_stage];
+                        const action wanted{a.stage, forward ? op::forward : op::backward,
+                                            a.microbatch};
+                        if (w != r && blocked[w] && waiting_for[w] == wanted) {
+                            blocked[w] = 0;
+                            work.push_back(w);
+                        }
+                    }
+                }
+            }
+            if (c.done()) ++finished;
+        }
+        if (finished == p) return;
+        report_cycle(cursors, position, waiting_for);
+    }
+
+    template <class Cursors>
+    constexpr void report_cycle(const Cursors& cursors, const std::vector<std::uint32_t>& position,
+                                const std::vector<action>& waiting_for) {
+        const std::uint32_t p = src_.ranks();
+        // Each blocked rank waits on exactly one other rank (the owner of its dependency), so
+        // following the waits from any blocked rank must close a cycle.
+        std::uint32_t start = 0;
+        while (cursors[start].done()) ++start;
+        std::vector<std::uint32_t> visit_order(p, no_rank);
+        std::uint32_t r = start;
+        for (std::uint32_t step = 0; visit_order[r] == no_rank; ++step) {
+            visit_order[r] = step;
+            r = owner_[waiting_for[r].stage];
+        }
+        // r is the first rank seen twice: the cycle starts there.
+        result_.code = verdict_code::deadlock;
+        result_.rank = r;
+        result_.index = position[r];
+        result_.subject = cursors[r].current();
+        std::uint32_t length = 0;
+        std::uint32_t q = r;
+        do {
+            if (length < max_cycle_report) {
+                result_.cycle[length] = blocked_rank{q, position[q], cursors[q].current()};
+            }
+            ++length;
+            q = owner_[waiting_for[q].stage];
+        } while (q != r);
+        result_.cycle_length = length;
+    }
+
+    const Source& src_;
+    std::uint32_t stages_;
+    std::uint32_t microbatches_;
+    std::vector<std::uint8_t> bits_;
+    std::vector<std::uint32_t> owner_;
+    verdict result_{};
+};
+
+/// A policy seen as per-rank actions with global stage numbers.
+template <schedule_policy P>
+class policy_actions {
+public:
+    constexpr explicit policy_actions(const P& pol) : pol_{pol} {}
+    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return shape().ranks; }
+    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return shape().stages(); }
+    [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept {
+        return shape().microbatches;
+    }
+
+    class cursor_type {
+    public:
+        constexpr cursor_type() = default;
+        constexpr cursor_type(const P& pol, std::uint32_t rank) : pol_{&pol}, inner_{pol.cursor(rank)} {}
+        [[nodiscard]] constexpr bool done() const { return inner_.done(); }
+        [[nodiscard]] constexpr action current() const { return to_action(*pol_, inner_.current()); }
+        constexpr void advance() { inner_.advance(); }
+
+    private:
+        const P* pol_ = nullptr;
+        decltype(std::declval<const P&>().cursor(0u)) inner_{};
+    };
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        return cursor_type{pol_, rank};
+    }
+
+private:
+    [[nodiscard]] constexpr pipesched::shape shape() const noexcept { return pol_.shape; }
+    const P& pol_;
+};
+
+/// Lists of actions, one per rank (for example a schedule read from CSV).
+class action_lists {
+public:
+    constexpr action_lists(std::span<const std::vector<action>> per_rank, std::uint32_t stages,
+                           std::uint32_t microbatches) noexcept
+        : per_rank_{per_rank}, stages_{stages}, microbatches_{microbatches} {}
+    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
+        return static_cast<std::uint32_t>(per_rank_.size());
+    }
+    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return stages_; }
+    [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept { return microbatches_; }
+
+    class cursor_type {
+    public:
+        constexpr cursor_type() = default;
+        constexpr explicit cursor_type(std::span<const action> actions) : actions_{actions} {}
+        [[nodiscard]] constexpr bool done() const noexcept { return next_ == actions_.size(); }
+        [[nodiscard]] constexpr action current() const noexcept { return actions_[next_]; }
+        constexpr void advance() noexcept { ++next_; }
+
+    private:
+        std::span<const action> actions_{};
+        std::size_t next_ = 0;
+    };
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+        return cursor_type{per_rank_[rank]};
+    }
+
+private:
+    std::span<const std::vector<action>> per_rank_;
+    std::uint32_t stages_;
+    std::uint32_t microbatches_;
+};
+
+} // namespace detail
+
+/// Validates any action source.
+template <action_source Source>
+[[nodiscard]] constexpr verdict validate_actions(const Source& src) {
+    return detail::validator<Source>{src}.run();
+}
+
+/// Validates a policy: its shape first, then every rank's events.
+template <schedule_policy P>
+[[nodiscard]] constexpr verdict validate(const P& pol) {
+    if (const shape_check c = pol.check(); !c) {
+        verdict v{};
+        v.code = verdict_code::invalid_shape;
+        v.shape_message = c.message;
+        return v;
+    }
+    return validate_actions(detail::policy_actions<P>{pol});
+}
+
+/// Validates per-rank action lists. Stages and microbatches default to one past the largest
+/// number that appears, so a schedule read from a file needs no shape; pass them to make
+/// numbers beyond them errors.
+[[nodiscard]] constexpr verdict validate(std::span<const std::vector<action>> per_rank,
+                                         std::uint32_t microbatches = 0, std::uint32_t stages = 0) {
+    std::uint32_t max_stage = 0;
+    std::uint32_t max_mb = 0;
+    bool any = false;
+    for (const auto& actions : per_rank) {
+        for (const action& a : actions) {
+            any = true;
+            max_stage = a.stage > max_stage ? a.stage : max_stage;
+            max_mb = a.microbatch > max_mb ? a.microbatch : max_mb;
+        }
+    }
+    const std::uint32_t s = stages != 0 ? stages : (any ? max_stage + 1 : 0);
+    const std::uint32_t m = microbatches != 0 ? microbatches : (any ? max_mb + 1 : 0);
+    return validate_actions(detail::action_lists{per_rank, s, m});
+}
+
+/// The fields of a verdict that fit in a template argument (a string_view does not).
+struct verdict_fields {
+    verdict_code code;
+    std::uint32_t rank;
+    std::uint32_t index;
+    action subject;
+    std::uint32_t cycle_length;
+    blocked_rank cycle_first;
+    blocked_rank cycle_second;
+};
+
+namespace detail {
+template <verdict_fields V>
+consteval bool schedule_is_valid() {
+    static_assert(V.code == verdict_code::valid,
+                  "pipesched: the schedule is invalid; the verdict (code, rank, index, action, "
+                  "cycle) is the template argument of schedule_is_valid above");
+    return true;
+}
+} // namespace detail
+
+/// `static_assert(require_valid<pol>())`: on failure the compiler prints the verdict's fields.
+template <auto Policy>
+consteval bool require_valid() {
+    constexpr verdict v = validate(Policy);
+    return detail::schedule_is_valid<verdict_fields{v.code, v.rank, v.index, v.subject,
+                                                    v.cycle_length, v.cycle[0], v.cycle[1]}>();
+}
+
+/// Human-readable description of a verdict, for diagnostics and the command line.
+[[nodiscard]] inline std::string describe(const verdict& v) {
+    const auto text = [](const action& a) { return std::string{format_action(a).view()}; };
+    std::string out{to_string(v.code)};
+    switch (v.code) {
+    case verdict_code::valid: return out;
+    case verdict_code::invalid_shape: return out + ": " + std::string{v.shape_message};
+    case verdict_code::missing:
+        return out + ": " + text(v.subject) + " never runs (stage " +
+               std::to_string(v.subject.stage) + " is on rank " + std::to_string(v.rank) + ")";
+    case verdict_code::stage_on_two_ranks:
+        return out + ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
+               std::to_string(v.index) + ", but stage " + std::to_string(v.subject.stage) +
+               " already ran on rank " + std::to_string(v.other_rank);
+    case verdict_code::not_compute:
+        return out + ": rank " + std::to_string(v.rank) + " index " + std::to_string(v.index) +
+               " is " + std::string{to_string(v.subject.kind)} + ", not F, B, I or W";
+    case verdict_code::deadlock: {
+        out += ": ranks wait on each other forever:";
+        for (std::uint32_t k = 0; k < v.cycle_length && k < max_cycle_report; ++k) {
+            const blocked_rank& b = v.cycle[k];
+            out += " rank " + std::to_string(b.rank) + " (index " + std::to_string(b.index) +
+                   ", " + text(b.waiting) + ") ->";
+        }
+        if (v.cycle_length > max_cycle_report) out += " ... ->";
+        return out + " rank " + std::to_string(v.cycle[0].rank);
+    }
+    default:
+        return out + ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
+               std::to_string(v.index);
+    }
+}
+
+} // namespace pipesched

@@ -1,0 +1,15 @@
+// pipesched: umbrella header for the core (vocabulary, policies, analysis).
+// The io/ headers (text, CSV, traces, SimAI workloads) are opt-in.
+#pragma once
+
+#include "event.hpp"
+#include "policy.hpp"
+#include "shape.hpp"
+#include "sink.hpp"
+
+#include "policies/gpipe.hpp"
+#include "policies/interleaved_1f1b.hpp"
+#include "policies/looped_bfs.hpp"
+#include "policies/one_f_one_b.hpp"
+#include "catalog.hpp"
+#include "analysis/validate.hpp"

@@ -1,0 +1,139 @@
+// pipesched: interleaved 1F1B (virtual pipeline), v model chunks per rank, loop placement.
+//
+// Follows Megatron-LM `forward_backward_pipelining_with_interleaving` and its
+// `get_schedule_table` (megatron/core/pipeline_parallel/schedules.py), and PyTorch's
+// `ScheduleInterleaved1F1B`; Narayanan et al. (SC 2021), section 2.2.2.
+//
+// Microbatches are taken in groups of g (Megatron's `microbatch_group_size_per_vp_stage`); a
+// group starting at microbatch s is the last one when s + g >= m and then holds m - s
+// microbatches. The k-th forward unit is read off the table
+//     for each group: for chunk c in 0..v-1: for mb in group: (c, mb)
+// and the k-th backward unit off the same table with c replaced by v-1-c. Rank r runs
+// W = min(2(p-r-1) + (v-1)g, m*v) warm-up forwards, then alternates forward and backward,
+// then drains the backwards; a capped rank is all-forward-then-all-backward.
+//
+// Group size: 0 selects PyTorch's g = m / max(1, m / p), which equals Megatron's default
+// g = p whenever p divides m. Accepted (m, g): everything Megatron accepts
+// (p <= g <= m, and m % g == 0 or m % g >= p) plus what PyTorch accepts beyond it
+// (m < p with g = m). The rest is rejected by check() with the violated constraint.
+//
+// Bubble with costs F, B: (p-1)/(v*m+p-1). Peak on rank r: min(W + 1, m*v) chunk activations.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "../detail/phased.hpp"
+#include "../policy.hpp"
+#include "../shape.hpp"
+
+namespace pipesched {
+
+template <backward_kind Backward = backward_kind::full>
+class interleaved_1f1b : public detail::phased_schedule<interleaved_1f1b<Backward>, Backward> {
+public:
+    static constexpr std::string_view name = "interleaved_1f1b";
+    static constexpr placement layout = placement::loop;
+
+    pipesched::shape shape;
+    std::uint32_t group_size = 0; ///< 0: PyTorch's default, m / max(1, m / p)
+
+    constexpr explicit interleaved_1f1b(pipesched::shape s, std::uint32_t g = 0) noexcept
+        : shape{s}, group_size{g} {}
+
+    /// PyTorch's `microbatches_per_round`; equals p when p divides m.
+    [[nodiscard]] static constexpr std::uint32_t default_group_size(const pipesched::shape& s) noexcept {
+        return s.microbatches / std::max(1u, s.microbatches / s.ranks);
+    }
+    [[nodiscard]] constexpr std::uint32_t group() const noexcept {
+        return group_size != 0 ? group_size : default_group_size(shape);
+    }
+
+    [[nodiscard]] constexpr shape_check check() const noexcept {
+        if (const auto c = check_common(shape); !c) return c;
+        const std::uint32_t p = shape.ranks;
+        const std::uint32_t m = shape.microbatches;
+        const std::uint32_t g = group();
+        if (g > m) return {false, "group size must be at most microbatches (Megatron: p <= g <= m)"};
+        if (g < p && !(m < p && g == m)) {
+            return {false, "group size must be at least ranks (Megatron), or equal microbatches "
+                           "when microbatches < ranks (PyTorch)"};
+        }
+        if (m % g != 0 && m % g < p) {
+            return {false, "microbatches % group size must be 0 or at least ranks: the last group "
+                           "would be shorter than the pipeline (Megatron)"};
+        }
+        return shape_ok;
+    }
+
+    [[nodiscard]] constexpr std::uint32_t units() const noexcept {
+        return shape.microbatches * shape.chunks;
+    }
+    [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t rank) const noexcept {
+        return std::min(2 * (shape.ranks - rank - 1) + (shape.chunks - 1) * group(), units());
+    }
+    [[nodiscard]] constexpr detail::unit forward_unit(std::uint32_t k) const noexcept {
+        return table(k);
+    }
+    [[nodiscard]] constexpr detail::unit backward_unit(std::uint32_t k) const noexcept {
+        const detail::unit u = table(k);
+        return {shape.chunks - 1 - u.chunk, u.microbatch};
+    }
+
+    /// Walks the schedule table; `reversed` mirrors the chunk for the backward sweep.
+    struct walker {
+        std::uint32_t microbatches = 1;
+        std::uint32_t chunks = 1;
+        std::uint32_t group = 1;
+        bool reversed = false;
+        std::uint32_t group_start = 0;
+        std::uint32_t group_length = 1;
+        std::uint32_t chunk = 0;
+        std::uint32_t offset = 0;
+
+        constexpr detail::unit next() noexcept {
+            const detail::unit u{reversed ? chunks - 1 - chunk : chunk, group_start + offset};
+            if (++offset == group_length) {
+                offset = 0;
+                if (++chunk == chunks) {
+                    chunk = 0;
+                    group_start += group_length;
+                    group_length = length_of_group_at(group_start, microbatches, group);
+                }
+            }
+            return u;
+        }
+    };
+    [[nodiscard]] constexpr walker forward_walker() const noexcept { return make_walker(false); }
+    [[nodiscard]] constexpr walker backward_walker() const noexcept { return make_walker(true); }
+
+private:
+    [[nodiscard]] static constexpr std::uint32_t length_of_group_at(std::uint32_t start,
+                                                                    std::uint32_t m,
+                                                                    std::uint32_t g) noexcept {
+        return start + g >= m ? m - start : g;
+    }
+    [[nodiscard]] constexpr walker make_walker(bool reversed) const noexcept {
+        const std::uint32_t g = group();
+        return {shape.microbatches, shape.chunks, g, reversed, 0,
+                length_of_group_at(0, shape.microbatches, g), 0, 0};
+    }
+    /// Closed form of the forward table.
+    [[nodiscard]] constexpr detail::unit table(std::uint32_t k) const noexcept {
+        const std::uint32_t m = shape.microbatches;
+        const std::uint32_t v = shape.chunks;
+        const std::uint32_t g = group();
+        const std::uint32_t last_start = g * ((m - 1) / g);
+        const std::uint32_t full_units = last_start * v;
+        if (k < full_units) {
+            const std::uint32_t within = k % (g * v);
+            return {within / g, (k / (g * v)) * g + within % g};
+        }
+        const std::uint32_t last_length = m - last_start;
+        const std::uint32_t rest = k - full_units;
+        return {rest / last_length, last_start + rest % last_length};
+    }
+};
+
+} // namespace pipesched

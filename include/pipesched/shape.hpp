@@ -1,0 +1,82 @@
+// pipesched: shape of a pipeline (ranks, microbatches, chunks) and stage placement.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace pipesched {
+
+/// The limits come from the 8-byte event (rank and microbatch are 16-bit, chunk 8-bit).
+inline constexpr std::uint32_t max_ranks = 0xFFFF;  // 0xFFFF itself is `no_peer`
+inline constexpr std::uint32_t max_microbatches = 0x10000;
+inline constexpr std::uint32_t max_chunks = 0x100;
+
+/// {p, m, v}: pipeline ranks, microbatches per iteration (gradient-accumulation steps),
+/// model chunks per rank (virtual pipeline size).
+struct shape {
+    std::uint32_t ranks = 1;
+    std::uint32_t microbatches = 1;
+    std::uint32_t chunks = 1;
+
+    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return ranks * chunks; }
+    friend constexpr bool operator==(const shape&, const shape&) = default;
+};
+
+/// How (rank, chunk) maps to a global stage 0..p*v-1.
+enum class placement : std::uint8_t {
+    loop,    ///< stage = chunk*p + rank (Megatron and PyTorch interleaved)
+    v_shape, ///< v = 2: chunk 0 -> stage rank, chunk 1 -> stage 2p-1-rank (ZB-V, DualPipeV)
+};
+
+[[nodiscard]] constexpr std::string_view to_string(placement pl) noexcept {
+    return pl == placement::loop ? "loop" : "v_shape";
+}
+
+[[nodiscard]] constexpr std::uint32_t stage_of(placement pl, std::uint32_t ranks,
+                                               std::uint32_t rank, std::uint32_t chunk) noexcept {
+    if (pl == placement::v_shape && chunk % 2 == 1) {
+        return (chunk + 1) * ranks - 1 - rank;
+    }
+    return chunk * ranks + rank;
+}
+
+struct rank_chunk {
+    std::uint32_t rank;
+    std::uint32_t chunk;
+    friend constexpr bool operator==(const rank_chunk&, const rank_chunk&) = default;
+};
+
+/// Inverse of stage_of.
+[[nodiscard]] constexpr rank_chunk locate_stage(placement pl, std::uint32_t ranks,
+                                                std::uint32_t stage) noexcept {
+    const std::uint32_t chunk = stage / ranks;
+    const std::uint32_t offset = stage % ranks;
+    if (pl == placement::v_shape && chunk % 2 == 1) {
+        return {ranks - 1 - offset, chunk};
+    }
+    return {offset, chunk};
+}
+
+/// Result of checking a shape against a policy's constraints. `message` names the violated
+/// constraint and is a string literal, so it is usable at compile time and needs no allocation.
+struct shape_check {
+    bool ok = true;
+    std::string_view message{};
+
+    constexpr explicit operator bool() const noexcept { return ok; }
+};
+
+inline constexpr shape_check shape_ok{};
+
+/// Constraints every policy shares: non-empty and within the event's field widths.
+[[nodiscard]] constexpr shape_check check_common(const shape& s) noexcept {
+    if (s.ranks == 0) return {false, "ranks must be at least 1"};
+    if (s.microbatches == 0) return {false, "microbatches must be at least 1"};
+    if (s.chunks == 0) return {false, "chunks must be at least 1"};
+    if (s.ranks > max_ranks) return {false, "ranks must be at most 65535"};
+    if (s.microbatches > max_microbatches) return {false, "microbatches must be at most 65536"};
+    if (s.chunks > max_chunks) return {false, "chunks must be at most 256"};
+    return shape_ok;
+}
+
+} // namespace pipesched

@@ -1,0 +1,53 @@
+// catalog: run-time choice of a policy by name.
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <pipesched/catalog.hpp>
+
+namespace ps = pipesched;
+
+namespace {
+
+static_assert(ps::find_schedule("GPipe") == ps::schedule_id::gpipe);
+static_assert(ps::find_schedule("gpipe") == ps::schedule_id::gpipe);
+static_assert(ps::find_schedule("1F1B") == ps::schedule_id::one_f_one_b);
+static_assert(ps::find_schedule("one_f_one_b") == ps::schedule_id::one_f_one_b);
+static_assert(ps::find_schedule("Interleaved1F1B") == ps::schedule_id::interleaved_1f1b);
+static_assert(ps::find_schedule("interleaved-1f1b") == ps::schedule_id::interleaved_1f1b);
+static_assert(ps::find_schedule("LOOPEDBFS") == ps::schedule_id::looped_bfs);
+static_assert(!ps::find_schedule(""));
+static_assert(!ps::find_schedule("1F1"));
+static_assert(!ps::find_schedule("1F1BB"));
+static_assert(!ps::find_schedule("---"));
+
+TEST_CASE("catalog: names, aliases and dispatch") {
+    for (const ps::schedule_info& s : ps::schedules) {
+        CHECK(ps::find_schedule(s.name) == s.id);
+        CHECK(ps::find_schedule(s.pytorch_name) == s.id);
+        CHECK(&ps::info(s.id) == &s);
+    }
+    CHECK(ps::find_schedule("Looped_BFS") == ps::schedule_id::looped_bfs);
+    CHECK_FALSE(ps::find_schedule("ZBV"));
+    CHECK_FALSE(ps::find_schedule("gpipe2"));
+
+    const ps::schedule_options opts{{4, 8, 2}, 4, ps::backward_kind::split};
+    const auto name = ps::with_schedule(ps::schedule_id::interleaved_1f1b, opts,
+                                        [](const auto& pol) { return pol.name; });
+    CHECK(name == "interleaved_1f1b");
+    const auto count = ps::with_schedule(ps::schedule_id::interleaved_1f1b, opts,
+                                         [](const auto& pol) { return ps::event_count(pol); });
+    CHECK(count == 4u * 8 * 2 * 3); // split: F, I, W per unit
+    const auto group = ps::with_schedule(ps::schedule_id::interleaved_1f1b, opts,
+                                         [](const auto& pol) {
+                                             if constexpr (requires { pol.group(); }) return pol.group();
+                                             else return 0u;
+                                         });
+    CHECK(group == 4u);
+    const bool rejects = ps::with_schedule(ps::schedule_id::one_f_one_b, opts, [](const auto& pol) {
+        return !pol.check();
+    });
+    CHECK(rejects);
+}
+
+} // namespace

@@ -1,0 +1,94 @@
+// Shared helpers for the tests. Everything is constexpr so each check can run both inside
+// static_assert and as a run-time CHECK (sanitizers and coverage only see the latter).
+#pragma once
+
+#include <pipesched/io/action_text.hpp>
+#include <pipesched/pipesched.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace pipesched_test {
+
+namespace ps = pipesched;
+
+/// True when rank `rank` of `pol` runs exactly the comma-separated PyTorch actions `csv`.
+template <ps::schedule_policy P>
+constexpr bool order_is(const P& pol, std::uint32_t rank, std::string_view csv) {
+    std::size_t pos = 0;
+    for (ps::event e : ps::events(pol, rank)) {
+        if (pos > csv.size()) return false;
+        const std::size_t comma = csv.find(',', pos);
+        const std::size_t end = comma == std::string_view::npos ? csv.size() : comma;
+        if (ps::format_action(ps::to_action(pol, e)).view() != csv.substr(pos, end - pos)) {
+            return false;
+        }
+        pos = end + 1;
+    }
+    return pos == csv.size() + 1 || (csv.empty() && pos == 0);
+}
+
+/// Peak number of (chunk, microbatch) activations alive on a rank: +1 at F, -1 when the
+/// backward that frees it (B, or W for a split backward) runs.
+template <ps::schedule_policy P>
+constexpr std::uint32_t peak_alive(const P& pol, std::uint32_t rank) {
+    std::int64_t alive = 0;
+    std::int64_t peak = 0;
+    for (ps::event e : ps::events(pol, rank)) {
+        if (e.kind == ps::op::forward) ++alive;
+        if (e.kind == ps::op::backward || e.kind == ps::op::backward_weight) --alive;
+        peak = alive > peak ? alive : peak;
+    }
+    return static_cast<std::uint32_t>(peak);
+}
+
+/// A deliberately naive reference for "the cross-rank dependencies can be met": sweep the
+/// ranks again and again, running each rank's next action whenever its input exists, until
+/// nothing moves. Quadratic, independent of pipesched::validate, for small shapes only.
+template <ps::schedule_policy P>
+bool naive_dependencies_met(const P& pol) {
+    const ps::shape s = pol.shape;
+    const std::uint32_t stages = s.stages();
+    std::vector<std::vector<ps::event>> seq(s.ranks);
+    for (std::uint32_t r = 0; r < s.ranks; ++r) {
+        for (ps::event e : ps::events(pol, r)) seq[r].push_back(e);
+    }
+    std::vector<std::uint8_t> fwd(std::size_t{stages} * s.microbatches, 0);
+    std::vector<std::uint8_t> bwd(std::size_t{stages} * s.microbatches, 0);
+    std::vector<std::size_t> next(s.ranks, 0);
+    const auto at = [&](std::uint32_t stage, std::uint32_t mb) {
+        return std::size_t{stage} * s.microbatches + mb;
+    };
+    bool moved = true;
+    while (moved) {
+        moved = false;
+        for (std::uint32_t r = 0; r < s.ranks; ++r) {
+            while (next[r] < seq[r].size()) {
+                const ps::event e = seq[r][next[r]];
+                const std::uint32_t st = ps::stage_of(pol, e);
+                bool ready = true;
+                if (e.kind == ps::op::forward) {
+                    ready = st == 0 || fwd[at(st - 1, e.microbatch)] != 0;
+                } else if (e.kind == ps::op::backward || e.kind == ps::op::backward_input) {
+                    ready = fwd[at(st, e.microbatch)] != 0 &&
+                            (st + 1 == stages || bwd[at(st + 1, e.microbatch)] != 0);
+                }
+                if (!ready) break;
+                if (e.kind == ps::op::forward) fwd[at(st, e.microbatch)] = 1;
+                if (e.kind == ps::op::backward || e.kind == ps::op::backward_input) {
+                    bwd[at(st, e.microbatch)] = 1;
+                }
+                ++next[r];
+                moved = true;
+            }
+        }
+    }
+    for (std::uint32_t r = 0; r < s.ranks; ++r) {
+        if (next[r] != seq[r].size()) return false;
+    }
+    return true;
+}
+
+} // namespace pipesched_test
