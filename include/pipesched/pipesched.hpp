@@ -13,3 +13,4 @@
 #include "policies/one_f_one_b.hpp"
 #include "catalog.hpp"
 #include "analysis/validate.hpp"
+#include "analysis/simulate.hpp"
