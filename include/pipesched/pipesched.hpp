@@ -14,3 +14,5 @@
 #include "catalog.hpp"
 #include "analysis/validate.hpp"
 #include "analysis/simulate.hpp"
+#include "iteration.hpp"
+#include "analysis/validate_iteration.hpp"

@@ -43,6 +43,17 @@ enum class verdict_code : std::uint8_t {
     weight_before_input,     ///< W of a unit before its I
     stage_on_two_ranks,      ///< one stage executed by two ranks
     deadlock,                ///< ranks wait on each other forever
+    // Iteration rules (validate of an iteration<P> or of per-rank event lists):
+    p2p_wrong_peer,            ///< a send/recv whose peer is not the neighbouring stage's rank
+    unmatched_send,            ///< a send that no rank receives
+    unmatched_recv,            ///< a receive that no rank sends
+    p2p_order_mismatch,        ///< a channel's sends and receives pair up in different orders
+    input_not_received,        ///< compute consumes a cross-rank tensor before receiving it
+    send_before_compute,       ///< a tensor sent before the compute that produces it
+    loss_misplaced,            ///< loss not between the last stage's F and B of its microbatch
+    recompute_misplaced,       ///< recompute not between the F and the backward of its unit
+    grad_sync_before_backward, ///< a chunk's gradients synced before all its backward work
+    stale_update,              ///< grad_norm/optimizer_step before every grad_sync of the rank
 };
 
 [[nodiscard]] constexpr std::string_view to_string(verdict_code c) noexcept {
@@ -57,6 +68,16 @@ enum class verdict_code : std::uint8_t {
     case verdict_code::weight_before_input: return "weight_before_input";
     case verdict_code::stage_on_two_ranks: return "stage_on_two_ranks";
     case verdict_code::deadlock: return "deadlock";
+    case verdict_code::p2p_wrong_peer: return "p2p_wrong_peer";
+    case verdict_code::unmatched_send: return "unmatched_send";
+    case verdict_code::unmatched_recv: return "unmatched_recv";
+    case verdict_code::p2p_order_mismatch: return "p2p_order_mismatch";
+    case verdict_code::input_not_received: return "input_not_received";
+    case verdict_code::send_before_compute: return "send_before_compute";
+    case verdict_code::loss_misplaced: return "loss_misplaced";
+    case verdict_code::recompute_misplaced: return "recompute_misplaced";
+    case verdict_code::grad_sync_before_backward: return "grad_sync_before_backward";
+    case verdict_code::stale_update: return "stale_update";
     }
     return "?";
 }
@@ -450,7 +471,12 @@ consteval bool require_valid() {
 
 /// Human-readable description of a verdict, for diagnostics and the command line.
 [[nodiscard]] inline std::string describe(const verdict& v) {
-    const auto text = [](const action& a) { return std::string{format_action(a).view()}; };
+    // Compute actions in PyTorch's form (0F1); iteration ops by name, stage and microbatch.
+    const auto text = [](const action& a) {
+        if (is_compute(a.kind)) return std::string{format_action(a).view()};
+        return std::string{to_string(a.kind)} + "(stage " + std::to_string(a.stage) +
+               ", microbatch " + std::to_string(a.microbatch) + ")";
+    };
     std::string out{to_string(v.code)};
     switch (v.code) {
     case verdict_code::valid: return out;
@@ -475,9 +501,12 @@ consteval bool require_valid() {
         if (v.cycle_length > max_cycle_report) out += " ... ->";
         return out + " rank " + std::to_string(v.cycle[0].rank);
     }
-    default:
-        return out + ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
+    default: {
+        out += ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
                std::to_string(v.index);
+        if (is_p2p(v.subject.kind)) out += " (peer rank " + std::to_string(v.other_rank) + ")";
+        return out;
+    }
     }
 }
 

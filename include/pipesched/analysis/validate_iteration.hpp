@@ -1,0 +1,536 @@
+// pipesched: the rules of one whole iteration (see iteration.hpp), on top of validate().
+//
+// validate(iteration<P>) and validate_events(lists, shape, placement) check, in order:
+//   1. the compute actions alone, exactly as validate() does for a schedule;
+//   2. one pass per rank, in order:
+//      - a send/recv names the rank of the neighbouring stage as its peer; a tensor is sent
+//        after the compute that produces it and received before the compute that consumes it;
+//      - loss runs on the last stage between F and B/I of its microbatch; recompute runs between
+//        a unit's F and its B/I;
+//      - a chunk's grad_sync follows all backward work (B, or W) of that chunk on the rank;
+//      - grad_norm and optimizer_step follow every grad_sync of the rank (otherwise the update
+//        uses gradients that are not yet reduced: a stale update);
+//   3. every send has exactly one receive and vice versa, and on each channel (sender, receiver,
+//      activation or gradient) they pair up in the same order, as NCCL matches p2p messages;
+//   4. a replay with blocking receives (a recv waits until its send has been posted; sends do
+//      not block, like Megatron's batched isend/irecv) and grad_norm as a collective of all
+//      pipeline ranks (Megatron reduces the norm over the model-parallel group) finishes;
+//      otherwise the verdict is a deadlock naming the cycle.
+// Linear in the number of events apart from the per-rank channel table, which holds one entry
+// per distinct peer (two in every schedule of this library).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "../event.hpp"
+#include "../io/action_text.hpp"
+#include "../iteration.hpp"
+#include "../policy.hpp"
+#include "../shape.hpp"
+#include "validate.hpp"
+
+namespace pipesched {
+
+/// Per-rank event lists from outside (a simulator's trace, a hand-written stream).
+class event_lists {
+public:
+    constexpr event_lists(std::span<const std::vector<event>> per_rank, shape dims,
+                          placement layout) noexcept
+        : per_rank_{per_rank}, dims_{dims}, layout_{layout} {}
+    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
+        return static_cast<std::uint32_t>(per_rank_.size());
+    }
+    [[nodiscard]] constexpr shape dims() const noexcept { return dims_; }
+    [[nodiscard]] constexpr placement layout() const noexcept { return layout_; }
+
+    class cursor_type {
+    public:
+        constexpr cursor_type() = default;
+        constexpr explicit cursor_type(std::span<const event> events) : events_{events} {}
+        [[nodiscard]] constexpr bool done() const noexcept { return next_ == events_.size(); }
+        [[nodiscard]] constexpr event current() const noexcept { return events_[next_]; }
+        constexpr void advance() noexcept { ++next_; }
+
+    private:
+        std::span<const event> events_{};
+        std::size_t next_ = 0;
+    };
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+        return cursor_type{per_rank_[rank]};
+    }
+
+private:
+    std::span<const std::vector<event>> per_rank_;
+    shape dims_;
+    placement layout_;
+};
+
+namespace detail {
+
+/// A schedule policy seen as an event source.
+template <schedule_policy P>
+class policy_events {
+public:
+    constexpr explicit policy_events(const P& pol) : pol_{pol} {}
+    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return dims().ranks; }
+    [[nodiscard]] constexpr shape dims() const noexcept { return pol_.shape; }
+    [[nodiscard]] static constexpr placement layout() noexcept { return P::layout; }
+    [[nodiscard]] constexpr auto cursor(std::uint32_t rank) const { return pol_.cursor(rank); }
+
+private:
+    const P& pol_;
+};
+
+/// The compute events of an event source, as actions, for the schedule-level validator.
+template <class Source>
+class compute_projection {
+public:
+    constexpr explicit compute_projection(const Source& src) : src_{src} {}
+    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return src_.ranks(); }
+    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return src_.dims().stages(); }
+    [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept {
+        return src_.dims().microbatches;
+    }
+
+    class cursor_type {
+    public:
+        constexpr cursor_type() = default;
+        constexpr cursor_type(const Source& src, std::uint32_t rank)
+            : inner_{src.cursor(rank)}, layout_{src.layout()}, ranks_{src.ranks()} {
+            skip();
+        }
+        [[nodiscard]] constexpr bool done() const { return inner_.done(); }
+        [[nodiscard]] constexpr action current() const {
+            const event e = inner_.current();
+            return action{stage_of(layout_, ranks_, e.rank, e.chunk), e.kind, e.microbatch};
+        }
+        constexpr void advance() {
+            inner_.advance();
+            skip();
+        }
+
+    private:
+        constexpr void skip() {
+            while (!inner_.done() && !is_compute(inner_.current().kind)) inner_.advance();
+        }
+        decltype(std::declval<const Source&>().cursor(0u)) inner_{};
+        placement layout_ = placement::loop;
+        std::uint32_t ranks_ = 1;
+    };
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        return cursor_type{src_, rank};
+    }
+
+private:
+    const Source& src_;
+};
+
+template <class Source>
+class iteration_validator {
+public:
+    constexpr explicit iteration_validator(const Source& src)
+        : src_{src}, dims_{src.dims()}, layout_{src.layout()}, stages_{src.dims().stages()},
+          units_(std::size_t{src.dims().stages()} * src.dims().microbatches) {}
+
+    constexpr verdict run() {
+        result_ = validate_actions(compute_projection<Source>{src_});
+        if (!result_) return result_;
+        if (src_.ranks() != dims_.ranks) {
+            fail(verdict_code::out_of_range, 0, 0, event{});
+            return result_;
+        }
+        for (std::uint32_t r = 0; r < src_.ranks(); ++r) {
+            if (check_rank(r)) return result_;
+        }
+        if (match_sends_and_receives()) return result_;
+        replay();
+        return result_;
+    }
+
+private:
+    // Per unit (stage, microbatch): what this pass has seen, and the p2p bookkeeping.
+    enum bits : std::uint16_t {
+        seen_forward = 1,
+        seen_backward = 2, // B or I
+        seen_loss = 4,
+        seen_recompute = 8,
+        got_activation = 16, // recv_activation of this unit's input, before its F
+        got_gradient = 32,   // recv_gradient of this unit's output grad, before its B/I
+        sent_activation = 64,
+        sent_gradient = 128,
+        posted_activation = 256, // replay: the send has run
+        posted_gradient = 512,
+    };
+    struct unit_state {
+        std::uint16_t flags = 0;
+        // Position of the send (rank, index) and sequence numbers on its channel.
+        std::uint32_t activation_send_rank = 0;
+        std::uint32_t activation_send_index = 0;
+        std::uint32_t gradient_send_rank = 0;
+        std::uint32_t gradient_send_index = 0;
+        std::uint32_t activation_send_seq = 0;
+        std::uint32_t activation_recv_seq = 0;
+        std::uint32_t gradient_send_seq = 0;
+        std::uint32_t gradient_recv_seq = 0;
+        std::uint32_t activation_recv_index = 0; // position of the receive on its rank
+        std::uint32_t gradient_recv_index = 0;
+    };
+    struct channel {
+        std::uint32_t peer;
+        op kind;
+        std::uint32_t count;
+    };
+
+    [[nodiscard]] constexpr std::uint32_t stage(const event& e) const noexcept {
+        return stage_of(layout_, dims_.ranks, e.rank, e.chunk);
+    }
+    [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t s) const noexcept {
+        return locate_stage(layout_, dims_.ranks, s).rank;
+    }
+    [[nodiscard]] constexpr unit_state& unit(std::uint32_t s, std::uint32_t mb) noexcept {
+        return units_[std::size_t{s} * dims_.microbatches + mb];
+    }
+    constexpr bool fail(verdict_code code, std::uint32_t rank, std::uint32_t index, const event& e) {
+        result_ = verdict{};
+        result_.code = code;
+        result_.rank = rank;
+        result_.index = index;
+        result_.subject = action{stage(e), e.kind, e.microbatch};
+        result_.other_rank = e.peer;
+        return true;
+    }
+    /// Next sequence number on the channel (rank -> peer for sends, peer -> rank for receives).
+    static constexpr std::uint32_t next_seq(std::vector<channel>& table, std::uint32_t peer, op kind) {
+        for (channel& c : table) {
+            if (c.peer == peer && c.kind == kind) return c.count++;
+        }
+        table.push_back(channel{peer, kind, 1});
+        return 0;
+    }
+
+    constexpr bool check_rank(std::uint32_t r) {
+        const std::uint32_t v = dims_.chunks;
+        const std::uint32_t m = dims_.microbatches;
+        std::vector<std::uint32_t> backward_left(v, m);
+        std::vector<std::uint8_t> synced(v, 0);
+        std::uint32_t syncs = 0;
+        std::uint32_t backward_total_left = v * m;
+        std::vector<channel> channels;
+        std::uint32_t i = 0;
+        for (auto c = src_.cursor(r); !c.done(); c.advance(), ++i) {
+            const event e = c.current();
+            if (e.rank != r || e.chunk >= v || e.microbatch >= m) {
+                return fail(verdict_code::out_of_range, r, i, e);
+            }
+            const std::uint32_t s = stage(e);
+            unit_state& u = unit(s, e.microbatch);
+            switch (e.kind) {
+            case op::forward:
+                if (s > 0 && owner(s - 1) != r && !(u.flags & got_activation)) {
+                    return fail(verdict_code::input_not_received, r, i, e);
+                }
+                u.flags |= seen_forward;
+                break;
+            case op::backward:
+            case op::backward_input:
+                if (s + 1 < stages_ && owner(s + 1) != r && !(u.flags & got_gradient)) {
+                    return fail(verdict_code::input_not_received, r, i, e);
+                }
+                if (s + 1 == stages_ && has_losses() && !(u.flags & seen_loss)) {
+                    return fail(verdict_code::loss_misplaced, r, i, e);
+                }
+                u.flags |= seen_backward;
+                if (e.kind == op::backward) --backward_left[e.chunk], --backward_total_left;
+                break;
+            case op::backward_weight:
+                --backward_left[e.chunk];
+                --backward_total_left;
+                break;
+            case op::loss:
+                if (s + 1 != stages_ || !(u.flags & seen_forward) || (u.flags & (seen_backward | seen_loss))) {
+                    return fail(verdict_code::loss_misplaced, r, i, e);
+                }
+                u.flags |= seen_loss;
+                break;
+            case op::recompute:
+                if (!(u.flags & seen_forward) || (u.flags & (seen_backward | seen_recompute))) {
+                    return fail(verdict_code::recompute_misplaced, r, i, e);
+                }
+                u.flags |= seen_recompute;
+                break;
+            case op::send_activation:
+            case op::send_gradient: {
+                const bool act = e.kind == op::send_activation;
+                if (!(act ? s + 1 < stages_ : s > 0) || e.peer >= dims_.ranks ||
+                    e.peer != owner(act ? s + 1 : s - 1) || e.peer == r) {
+                    return fail(verdict_code::p2p_wrong_peer, r, i, e);
+                }
+                if (!(u.flags & (act ? seen_forward : seen_backward))) {
+                    return fail(verdict_code::send_before_compute, r, i, e);
+                }
+                const auto flag = act ? sent_activation : sent_gradient;
+                if (u.flags & flag) return fail(verdict_code::duplicate, r, i, e);
+                u.flags |= flag;
+                (act ? u.activation_send_rank : u.gradient_send_rank) = r;
+                (act ? u.activation_send_index : u.gradient_send_index) = i;
+                (act ? u.activation_send_seq : u.gradient_send_seq) = next_seq(channels, e.peer, e.kind);
+                break;
+            }
+            case op::recv_activation:
+            case op::recv_gradient: {
+                const bool act = e.kind == op::recv_activation;
+                if (!(act ? s > 0 : s + 1 < stages_) || e.peer >= dims_.ranks ||
+                    e.peer != owner(act ? s - 1 : s + 1) || e.peer == r) {
+                    return fail(verdict_code::p2p_wrong_peer, r, i, e);
+                }
+                const auto flag = act ? got_activation : got_gradient;
+                if (u.flags & flag) return fail(verdict_code::duplicate, r, i, e);
+                u.flags |= flag;
+                // The sender's record lives on the producing unit; keep the receive's sequence
+                // number there too so that step 3 compares like with like.
+                unit_state& producer = unit(act ? s - 1 : s + 1, e.microbatch);
+                (act ? producer.activation_recv_seq : producer.gradient_recv_seq) =
+                    next_seq(channels, e.peer, e.kind);
+                (act ? producer.activation_recv_index : producer.gradient_recv_index) = i;
+                break;
+            }
+            case op::grad_sync:
+                if (synced[e.chunk]) return fail(verdict_code::duplicate, r, i, e);
+                if (backward_left[e.chunk] != 0) {
+                    return fail(verdict_code::grad_sync_before_backward, r, i, e);
+                }
+                synced[e.chunk] = 1;
+                ++syncs;
+                break;
+            case op::grad_norm:
+            case op::optimizer_step:
+                if (syncs != v || backward_total_left != 0) {
+                    return fail(verdict_code::stale_update, r, i, e);
+                }
+                break;
+            default: break; // param_gather, reshard: no ordering rule within one iteration
+            }
+        }
+        return false;
+    }
+
+    [[nodiscard]] constexpr bool has_losses() noexcept {
+        if (!losses_known_) {
+            losses_known_ = true;
+            for (std::uint32_t r = 0; r < src_.ranks() && !any_loss_; ++r) {
+                for (auto c = src_.cursor(r); !c.done(); c.advance()) {
+                    if (c.current().kind == op::loss) {
+                        any_loss_ = true;
+                        break;
+                    }
+                }
+            }
+        }
+        return any_loss_;
+    }
+
+    /// Step 3: for every cross-rank edge, one send and one receive, same channel position.
+    constexpr bool match_sends_and_receives() {
+        const std::uint32_t m = dims_.microbatches;
+        for (std::uint32_t s = 0; s < stages_; ++s) {
+            for (std::uint32_t mb = 0; mb < m; ++mb) {
+                const unit_state& u = unit(s, mb);
+                for (const bool act : {true, false}) {
+                    const bool has_consumer = act ? s + 1 < stages_ : s > 0;
+                    if (!has_consumer) continue;
+                    const std::uint32_t consumer_stage = act ? s + 1 : s - 1;
+                    if (owner(consumer_stage) == owner(s)) continue;
+                    const unit_state& consumer = unit(consumer_stage, mb);
+                    const bool sent = u.flags & (act ? sent_activation : sent_gradient);
+                    const bool received = consumer.flags & (act ? got_activation : got_gradient);
+                    const op send_op = act ? op::send_activation : op::send_gradient;
+                    const op recv_op = act ? op::recv_activation : op::recv_gradient;
+                    const event sender{send_op, static_cast<std::uint8_t>(locate_stage(layout_, dims_.ranks, s).chunk),
+                                       static_cast<std::uint16_t>(owner(s)), static_cast<std::uint16_t>(mb),
+                                       static_cast<std::uint16_t>(owner(consumer_stage))};
+                    if (sent && !received) {
+                        return fail(verdict_code::unmatched_send, owner(s),
+                                    act ? u.activation_send_index : u.gradient_send_index, sender);
+                    }
+                    if (!sent && received && owner(s) != owner(consumer_stage)) {
+                        const event receiver{recv_op,
+                                             static_cast<std::uint8_t>(locate_stage(layout_, dims_.ranks, consumer_stage).chunk),
+                                             static_cast<std::uint16_t>(owner(consumer_stage)),
+                                             static_cast<std::uint16_t>(mb), static_cast<std::uint16_t>(owner(s))};
+                        return fail(verdict_code::unmatched_recv, owner(consumer_stage),
+                                    act ? u.activation_recv_index : u.gradient_recv_index, receiver);
+                    }
+                    if (sent && (act ? u.activation_send_seq != u.activation_recv_seq
+                                     : u.gradient_send_seq != u.gradient_recv_seq)) {
+                        return fail(verdict_code::p2p_order_mismatch, owner(s),
+                                    act ? u.activation_send_index : u.gradient_send_index, sender);
+                    }
+                }
+            }
+        }
+        return false;
+    }
+
+    /// Step 4: receives block until their send has run; grad_norm waits for every rank.
+    constexpr void replay() {
+        const std::uint32_t p = src_.ranks();
+        using cursor_t = decltype(src_.cursor(0u));
+        std::vector<cursor_t> cursors;
+        cursors.reserve(p);
+        std::vector<std::uint32_t> position(p, 0);
+        std::vector<std::uint8_t> blocked(p, 0);
+        std::vector<std::uint32_t> work;
+        std::vector<std::uint32_t> at_barrier;
+        for (std::uint32_t r = 0; r < p; ++r) {
+            cursors.push_back(src_.cursor(r));
+            work.push_back(p - 1 - r);
+        }
+        std::uint32_t ranks_with_norm = 0;
+        for (std::uint32_t r = 0; r < p; ++r) {
+            for (auto c = src_.cursor(r); !c.done(); c.advance()) {
+                if (c.current().kind == op::grad_norm) {
+                    ++ranks_with_norm;
+                    break;
+                }
+            }
+        }
+        std::uint32_t finished = 0;
+        while (!work.empty()) {
+            const std::uint32_t r = work.back();
+            work.pop_back();
+            blocked[r] = 0;
+            auto& c = cursors[r];
+            for (; !c.done(); c.advance(), ++position[r]) {
+                const event e = c.current();
+                const std::uint32_t s = stage(e);
+                if (e.kind == op::recv_activation || e.kind == op::recv_gradient) {
+                    const bool act = e.kind == op::recv_activation;
+                    const unit_state& producer = unit(act ? s - 1 : s + 1, e.microbatch);
+                    if (!(producer.flags & (act ? posted_activation : posted_gradient))) {
+                        blocked[r] = 1;
+                        break;
+                    }
+                } else if (e.kind == op::send_activation || e.kind == op::send_gradient) {
+                    const bool act = e.kind == op::send_activation;
+                    unit(s, e.microbatch).flags |= act ? posted_activation : posted_gradient;
+                    if (blocked[e.peer] && waits_for(cursors[e.peer].current(), e)) {
+                        blocked[e.peer] = 0;
+                        work.push_back(e.peer);
+                    }
+                } else if (e.kind == op::grad_norm && !passed_barrier_) {
+                    at_barrier.push_back(r);
+                    blocked[r] = 2;
+                    if (at_barrier.size() == ranks_with_norm && ranks_with_norm == p) {
+                        passed_barrier_ = true;
+                        for (const std::uint32_t q : at_barrier) {
+                            blocked[q] = 0;
+                            if (q != r) work.push_back(q);
+                        }
+                        continue; // this rank goes on
+                    }
+                    break;
+                }
+            }
+            if (c.done()) ++finished;
+        }
+        if (finished == p) return;
+        report_deadlock(cursors, position, blocked);
+    }
+
+    [[nodiscard]] constexpr bool waits_for(const event& recv, const event& send) const noexcept {
+        const bool act = send.kind == op::send_activation;
+        if (recv.kind != (act ? op::recv_activation : op::recv_gradient)) return false;
+        if (recv.microbatch != send.microbatch) return false;
+        const std::uint32_t s = stage(recv);
+        return (act ? s - 1 : s + 1) == stage(send);
+    }
+
+    template <class Cursors>
+    constexpr void report_deadlock(const Cursors& cursors, const std::vector<std::uint32_t>& position,
+                                   const std::vector<std::uint8_t>& blocked) {
+        const std::uint32_t p = src_.ranks();
+        result_ = verdict{};
+        result_.code = verdict_code::deadlock;
+        // A rank blocked on a receive waits for the sender; one at the grad_norm collective
+        // waits for the first rank that has not reached it.
+        const auto waited_on = [&](std::uint32_t r) -> std::uint32_t {
+            if (blocked[r] == 2) {
+                for (std::uint32_t q = 0; q < p; ++q) {
+                    if (blocked[q] != 2) return q;
+                }
+            }
+            return cursors[r].current().peer;
+        };
+        std::uint32_t start = 0;
+        while (cursors[start].done()) ++start;
+        std::vector<std::uint32_t> seen(p, 0);
+        std::uint32_t r = start;
+        while (!seen[r] && !cursors[r].done()) {
+            seen[r] = 1;
+            r = waited_on(r);
+        }
+        const auto blocked_at = [&](std::uint32_t q) {
+            const event e = cursors[q].done() ? event{} : cursors[q].current();
+            return blocked_rank{q, position[q], action{stage(e), e.kind, e.microbatch}};
+        };
+        result_.rank = r;
+        result_.index = position[r];
+        result_.subject = blocked_at(r).waiting;
+        if (cursors[r].done()) { // waits for a rank that finished without the collective
+            result_.cycle[0] = blocked_at(start);
+            result_.cycle_length = 1;
+            return;
+        }
+        std::uint32_t length = 0;
+        std::uint32_t q = r;
+        do {
+            if (length < max_cycle_report) result_.cycle[length] = blocked_at(q);
+            ++length;
+            q = waited_on(q);
+        } while (q != r && length <= p);
+        result_.cycle_length = length;
+    }
+
+    const Source& src_;
+    shape dims_;
+    placement layout_;
+    std::uint32_t stages_;
+    std::vector<unit_state> units_;
+    verdict result_{};
+    bool losses_known_ = false;
+    bool any_loss_ = false;
+    bool passed_barrier_ = false;
+};
+
+} // namespace detail
+
+/// Validates one whole iteration: the schedule's compute, then the iteration rules above.
+template <schedule_policy P>
+[[nodiscard]] constexpr verdict validate(const iteration<P>& it) {
+    if (const shape_check c = it.check(); !c) {
+        verdict v{};
+        v.code = verdict_code::invalid_shape;
+        v.shape_message = c.message;
+        return v;
+    }
+    const detail::policy_events<iteration<P>> src{it};
+    return detail::iteration_validator<detail::policy_events<iteration<P>>>{src}.run();
+}
+
+/// Validates per-rank event lists (compute, p2p and iteration ops) against a shape and placement.
+[[nodiscard]] constexpr verdict validate_events(std::span<const std::vector<event>> per_rank,
+                                                shape dims, placement layout) {
+    if (const shape_check c = check_common(dims); !c) {
+        verdict v{};
+        v.code = verdict_code::invalid_shape;
+        v.shape_message = c.message;
+        return v;
+    }
+    const event_lists src{per_rank, dims, layout};
+    return detail::iteration_validator<event_lists>{src}.run();
+}
+
+} // namespace pipesched

@@ -1,0 +1,209 @@
+// pipesched: one whole training iteration around a pipeline schedule.
+//
+// iteration<P> wraps any schedule policy into the per-rank event stream a simulator must see
+// (Megatron-LM's order for one data-parallel replica, megatron/core/pipeline_parallel/
+// schedules.py and megatron/core/distributed/finalize_model_grads.py):
+//
+//   [param_gather]                       next_iteration mode: the previous step's all-gather
+//   the policy's compute, where each
+//     F    is preceded by recv_activation (when the previous stage is on another rank) and
+//          followed by loss (on the last stage) or send_activation;
+//     B/I  is preceded by recv_gradient (when the next stage is on another rank) and, with
+//          activation checkpointing, by recompute, and followed by send_gradient;
+//     the last backward work (B, or W when split) of a chunk is followed by that chunk's
+//          grad_sync when grad sync is overlapped;
+//   grad_sync of every chunk             when not overlapped (Megatron's default)
+//   grad_norm                            gradient clipping / found-inf all-reduce
+//   optimizer_step
+//   [param_gather]                       after_step mode (distributed optimizer)
+//
+// p2p events carry the peer rank; the chunk of a p2p event is the local chunk that produces
+// (send) or consumes (recv) the tensor. iteration<P> is itself a schedule_policy, so emit(),
+// events(), to_array<>() and validate() work on it unchanged, at compile time as at run time.
+// The cursor keeps O(v) state: the inner policy cursor, a queue of at most five pending events
+// and a backward counter per chunk (for the overlapped grad_sync).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "event.hpp"
+#include "policy.hpp"
+#include "shape.hpp"
+
+namespace pipesched {
+
+enum class grad_sync_mode : std::uint8_t {
+    at_end,     ///< after all backward work (Megatron default: --overlap-grad-reduce off)
+    overlapped, ///< right after the chunk's last backward work on the rank
+};
+
+enum class param_gather_mode : std::uint8_t {
+    none,           ///< plain data parallel (Megatron default: no distributed optimizer)
+    after_step,     ///< distributed optimizer: all-gather right after the step
+    next_iteration, ///< distributed optimizer with --overlap-param-gather: at the start
+};
+
+/// Options are plain values; the defaults are Megatron-LM's command-line defaults.
+struct iteration_options {
+    grad_sync_mode grad_sync = grad_sync_mode::at_end;
+    param_gather_mode param_gather = param_gather_mode::none;
+    bool activation_checkpointing = false; ///< full recompute before every backward
+    bool grad_norm = true;                 ///< --clip-grad defaults to 1.0
+    bool p2p = true;                       ///< emit send/recv events
+    friend constexpr bool operator==(const iteration_options&, const iteration_options&) = default;
+};
+
+template <schedule_policy P>
+class iteration {
+public:
+    static constexpr std::string_view name = P::name;
+    static constexpr placement layout = P::layout;
+
+    P policy;
+    iteration_options options;
+    pipesched::shape shape;
+
+    constexpr explicit iteration(const P& pol, iteration_options o = {}) noexcept
+        : policy{pol}, options{o}, shape{pol.shape} {}
+
+    [[nodiscard]] constexpr shape_check check() const noexcept { return policy.check(); }
+
+    [[nodiscard]] constexpr std::uint32_t stage(std::uint32_t rank, std::uint32_t chunk) const noexcept {
+        return stage_of(layout, shape.ranks, rank, chunk);
+    }
+    [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t stage_index) const noexcept {
+        return locate_stage(layout, shape.ranks, stage_index).rank;
+    }
+    /// Whether the tensor between `stage_index` and its neighbour crosses ranks.
+    [[nodiscard]] constexpr bool crosses_to_next(std::uint32_t stage_index) const noexcept {
+        return options.p2p && stage_index + 1 < shape.stages() &&
+               owner(stage_index + 1) != owner(stage_index);
+    }
+    [[nodiscard]] constexpr bool crosses_to_previous(std::uint32_t stage_index) const noexcept {
+        return options.p2p && stage_index > 0 && owner(stage_index - 1) != owner(stage_index);
+    }
+
+    /// Events on one rank: closed form, O(v).
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const noexcept {
+        std::size_t n = policy.size(rank);
+        const std::size_t m = shape.microbatches;
+        for (std::uint32_t c = 0; c < shape.chunks; ++c) {
+            const std::uint32_t s = stage(rank, c);
+            if (crosses_to_previous(s)) n += 2 * m; // recv_activation, send_gradient
+            if (crosses_to_next(s)) n += 2 * m;     // send_activation, recv_gradient
+            if (s + 1 == shape.stages()) n += m;    // loss
+            if (options.activation_checkpointing) n += m;
+            n += 1; // grad_sync
+        }
+        n += 1; // optimizer_step
+        if (options.grad_norm) n += 1;
+        if (options.param_gather != param_gather_mode::none) n += 1;
+        return n;
+    }
+
+    class cursor_type {
+    public:
+        constexpr cursor_type() = default;
+        constexpr cursor_type(const iteration& it, std::uint32_t rank)
+            : it_{&it}, inner_{it.policy.cursor(rank)}, rank_{rank} {
+            for (std::uint32_t c = 0; c < it.shape.chunks; ++c) backward_left_[c] = it.shape.microbatches;
+            if (it.options.param_gather == param_gather_mode::next_iteration) {
+                push(iteration_event(op::param_gather, 0));
+            }
+            refill();
+        }
+
+        [[nodiscard]] constexpr bool done() const noexcept { return head_ == tail_; }
+        [[nodiscard]] constexpr event current() const noexcept { return queue_[head_ % queue_.size()]; }
+        constexpr void advance() noexcept {
+            ++head_;
+            if (head_ == tail_) refill();
+        }
+
+    private:
+        constexpr void push(const event& e) noexcept { queue_[tail_++ % queue_.size()] = e; }
+        [[nodiscard]] constexpr event iteration_event(op kind, std::uint32_t chunk) const noexcept {
+            return event{kind, static_cast<std::uint8_t>(chunk), static_cast<std::uint16_t>(rank_), 0, no_peer};
+        }
+        [[nodiscard]] constexpr event p2p(op kind, const event& e, std::uint32_t peer_stage) const noexcept {
+            return event{kind, e.chunk, e.rank, e.microbatch,
+                         static_cast<std::uint16_t>(it_->owner(peer_stage))};
+        }
+
+        /// Queues the events around the next compute event, or the epilogue.
+        constexpr void refill() noexcept {
+            if (!inner_.done()) {
+                expand(inner_.current());
+                inner_.advance();
+                return;
+            }
+            const iteration_options& o = it_->options;
+            const std::uint32_t v = it_->shape.chunks;
+            // Epilogue, one event per call so the queue stays small.
+            while (epilogue_ <= v + 2) {
+                const std::uint32_t step = epilogue_++;
+                if (step < v) {
+                    if (o.grad_sync == grad_sync_mode::at_end) return push(iteration_event(op::grad_sync, step));
+                } else if (step == v) {
+                    if (o.grad_norm) return push(iteration_event(op::grad_norm, 0));
+                } else if (step == v + 1) {
+                    return push(iteration_event(op::optimizer_step, 0));
+                } else if (o.param_gather == param_gather_mode::after_step) {
+                    return push(iteration_event(op::param_gather, 0));
+                }
+            }
+        }
+
+        constexpr void expand(const event& e) noexcept {
+            const iteration& it = *it_;
+            const std::uint32_t s = it.stage(e.rank, e.chunk);
+            switch (e.kind) {
+            case op::forward:
+                if (it.crosses_to_previous(s)) push(p2p(op::recv_activation, e, s - 1));
+                push(e);
+                if (s + 1 == it.shape.stages()) push(event{op::loss, e.chunk, e.rank, e.microbatch, no_peer});
+                if (it.crosses_to_next(s)) push(p2p(op::send_activation, e, s + 1));
+                return;
+            case op::backward:
+            case op::backward_input:
+                if (it.crosses_to_next(s)) push(p2p(op::recv_gradient, e, s + 1));
+                if (it.options.activation_checkpointing) {
+                    push(event{op::recompute, e.chunk, e.rank, e.microbatch, no_peer});
+                }
+                push(e);
+                if (it.crosses_to_previous(s)) push(p2p(op::send_gradient, e, s - 1));
+                if (e.kind == op::backward) finish_backward(e.chunk);
+                return;
+            case op::backward_weight:
+                push(e);
+                finish_backward(e.chunk);
+                return;
+            default: push(e); return;
+            }
+        }
+
+        constexpr void finish_backward(std::uint32_t chunk) noexcept {
+            if (--backward_left_[chunk] == 0 && it_->options.grad_sync == grad_sync_mode::overlapped) {
+                push(iteration_event(op::grad_sync, chunk));
+            }
+        }
+
+        const iteration* it_ = nullptr;
+        decltype(std::declval<const P&>().cursor(0u)) inner_{};
+        std::uint32_t rank_ = 0;
+        std::uint32_t epilogue_ = 0;
+        std::array<event, 8> queue_{};
+        std::uint32_t head_ = 0;
+        std::uint32_t tail_ = 0;
+        std::array<std::uint32_t, max_chunks> backward_left_{};
+    };
+
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+        return cursor_type{*this, rank};
+    }
+};
+
+} // namespace pipesched
