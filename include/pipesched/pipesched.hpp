@@ -16,3 +16,4 @@
 #include "analysis/simulate.hpp"
 #include "iteration.hpp"
 #include "analysis/validate_iteration.hpp"
+#include "analysis/simulate_iteration.hpp"

@@ -23,7 +23,7 @@ namespace pipesched {
 template <backward_kind Backward = backward_kind::full>
 class one_f_one_b : public detail::single_chunk_schedule<one_f_one_b<Backward>, Backward> {
 public:
-    static constexpr std::string_view name = "1f1b";
+    static constexpr std::string_view name = "one_f_one_b";
     static constexpr placement layout = placement::loop;
 
     pipesched::shape shape;

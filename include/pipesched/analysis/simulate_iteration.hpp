@@ -1,0 +1,392 @@
+// pipesched: replay one whole iteration (see iteration.hpp) on a cost model with
+// communication.
+//
+// Each rank has a compute stream that runs its events in order, and a data-parallel
+// communication stream for grad_sync and param_gather (FIFO, one at a time):
+//   - F, B, I, W, recompute, loss, optimizer_step take their duration on the compute stream;
+//   - send_* posts at once and arrives after the p2p link time; recv_* blocks the compute
+//     stream until the tensor has arrived (the part of that wait after the send was posted is
+//     exposed p2p time, the part before it is pipeline bubble);
+//   - grad_sync is launched on the communication stream and overlaps whatever compute follows;
+//   - grad_norm first waits for every grad_sync of the rank (that wait is exposed grad_sync
+//     time), then runs as a collective of all pipeline ranks: it starts when the last rank
+//     reaches it; optimizer_step without a grad_norm waits for the grad_syncs the same way;
+//   - param_gather waits for the communication stream and blocks until done (exposed in full).
+// Peak activations count (chunk, microbatch) units between F and the end of B, or of W for a
+// split backward, as in simulate.hpp.
+//
+// The replay also runs on orders validate() calls stale (an optimizer before the backward, as
+// SimAI's row sweep does), so that their timing can be compared; only orders that cannot be
+// replayed (a deadlock, unmatched p2p, broken compute) are refused. The verdict is returned
+// either way.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "../event.hpp"
+#include "../iteration.hpp"
+#include "../policy.hpp"
+#include "../shape.hpp"
+#include "simulate.hpp"
+#include "validate_iteration.hpp"
+
+namespace pipesched {
+
+/// A link: latency plus bytes over bandwidth (bytes per time unit; 0 means infinitely fast).
+struct link_costs {
+    double latency = 0.0;
+    double bandwidth = 0.0;
+    [[nodiscard]] constexpr double time(double bytes) const noexcept {
+        return latency + (bandwidth > 0.0 ? bytes / bandwidth : 0.0);
+    }
+};
+
+/// Costs of every op of an iteration. A custom cost object only needs the two member functions
+/// duration() and transfer() (see the iteration_costs concept).
+struct iteration_cost_model {
+    cost_model compute{};          ///< F, B, I, W per stage (its p2p_latency and fill are unused)
+    double recompute = -1.0;       ///< < 0: the stage's forward time
+    double loss = 0.0;
+    double optimizer = 0.0;
+    link_costs p2p{};
+    double activation_bytes = 0.0; ///< one microbatch's activation (and its gradient)
+    link_costs data_parallel{};
+    double gradient_bytes = 0.0;   ///< one chunk's gradients, reduced by grad_sync
+    double parameter_bytes = 0.0;  ///< one rank's parameters, gathered by param_gather
+    double grad_norm = 0.0;        ///< the norm all-reduce (small: latency dominated)
+
+    /// Time on the compute stream.
+    [[nodiscard]] constexpr double duration(const event& e, std::uint32_t stage) const noexcept {
+        const action a{stage, e.kind, e.microbatch};
+        switch (e.kind) {
+        case op::forward:
+        case op::backward:
+        case op::backward_input:
+        case op::backward_weight: return compute.duration(a);
+        case op::recompute: return recompute >= 0.0 ? recompute : compute.duration({stage, op::forward, 0});
+        case op::loss: return loss;
+        case op::optimizer_step: return optimizer;
+        default: return 0.0;
+        }
+    }
+    /// Time on a link or communication stream.
+    [[nodiscard]] constexpr double transfer(const event& e, std::uint32_t) const noexcept {
+        switch (e.kind) {
+        case op::send_activation:
+        case op::send_gradient: return p2p.time(activation_bytes);
+        case op::grad_sync: return data_parallel.time(gradient_bytes);
+        case op::param_gather: return data_parallel.time(parameter_bytes);
+        case op::grad_norm: return grad_norm;
+        default: return 0.0;
+        }
+    }
+};
+
+template <class C>
+concept iteration_costs = requires(const C& c, const event& e, std::uint32_t stage) {
+    { c.duration(e, stage) } -> std::convertible_to<double>;
+    { c.transfer(e, stage) } -> std::convertible_to<double>;
+};
+
+/// Communication kinds whose waiting time is reported.
+enum class comm_kind : std::uint8_t { p2p, grad_sync, grad_norm, param_gather };
+inline constexpr std::size_t comm_kind_count = 4;
+
+[[nodiscard]] constexpr std::string_view to_string(comm_kind k) noexcept {
+    switch (k) {
+    case comm_kind::p2p: return "p2p";
+    case comm_kind::grad_sync: return "grad_sync";
+    case comm_kind::grad_norm: return "grad_norm";
+    case comm_kind::param_gather: return "param_gather";
+    }
+    return "?";
+}
+
+/// One event with its times; `comm_stream` for grad_sync / param_gather transfers.
+struct timed_event {
+    event what{};
+    std::uint32_t index = 0; ///< position in the rank's stream
+    double start = 0.0;
+    double end = 0.0;
+    bool comm_stream = false;
+};
+
+struct iteration_rank_summary {
+    double compute_busy = 0.0; ///< time the compute stream runs ops
+    double idle = 0.0;         ///< makespan - compute_busy
+    std::array<double, comm_kind_count> exposed{}; ///< compute-stream waiting per kind
+    std::uint32_t peak_activations = 0;
+    double end = 0.0;          ///< when the rank's last stream finishes
+};
+
+struct iteration_simulation {
+    verdict check{};
+    bool replayed = false;
+    double makespan = 0.0;
+    double bubble_fraction = 0.0; ///< total idle / (ranks * makespan)
+    std::vector<iteration_rank_summary> ranks{};
+
+    [[nodiscard]] constexpr double exposed(comm_kind k) const noexcept {
+        double total = 0.0;
+        for (const auto& r : ranks) total += r.exposed[static_cast<std::size_t>(k)];
+        return total;
+    }
+    [[nodiscard]] constexpr std::uint32_t max_peak_activations() const noexcept {
+        std::uint32_t peak = 0;
+        for (const auto& r : ranks) peak = r.peak_activations > peak ? r.peak_activations : peak;
+        return peak;
+    }
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr bool replayable(verdict_code c) noexcept {
+    return c == verdict_code::valid || c == verdict_code::stale_update ||
+           c == verdict_code::grad_sync_before_backward || c == verdict_code::loss_misplaced ||
+           c == verdict_code::recompute_misplaced;
+}
+
+template <class Source, class Costs, class Sink>
+class iteration_simulator {
+public:
+    constexpr iteration_simulator(const Source& src, const Costs& costs, Sink& sink)
+        : src_{src}, costs_{costs}, sink_{sink}, dims_{src.dims()}, layout_{src.layout()},
+          arrival_(2 * std::size_t{src.dims().stages()} * src.dims().microbatches, unset),
+          posted_(2 * std::size_t{src.dims().stages()} * src.dims().microbatches, unset) {}
+
+    constexpr iteration_simulation run(verdict check) {
+        iteration_simulation out{};
+        out.check = check;
+        if (!replayable(check.code)) return out;
+        const std::uint32_t p = src_.ranks();
+        out.ranks.assign(p, iteration_rank_summary{});
+        state_.assign(p, rank_state{});
+        std::vector<std::uint32_t> work;
+        for (std::uint32_t r = 0; r < p; ++r) {
+            state_[r].cursor = src_.cursor(r);
+            work.push_back(p - 1 - r);
+            for (auto c = src_.cursor(r); !c.done(); c.advance()) {
+                if (c.current().kind == op::grad_norm) {
+                    ++norm_ranks_;
+                    break;
+                }
+            }
+        }
+        while (!work.empty()) {
+            const std::uint32_t r = work.back();
+            work.pop_back();
+            run_rank(out, r, work);
+        }
+        for (std::uint32_t r = 0; r < p; ++r) {
+            if (!state_[r].cursor.done()) return out; // cannot happen after validation
+        }
+        out.replayed = true;
+        for (const auto& r : out.ranks) out.makespan = r.end > out.makespan ? r.end : out.makespan;
+        double idle = 0.0;
+        for (auto& r : out.ranks) {
+            r.idle = out.makespan - r.compute_busy;
+            idle += r.idle;
+        }
+        out.bubble_fraction = out.makespan > 0.0 ? idle / (p * out.makespan) : 0.0;
+        return out;
+    }
+
+private:
+    static constexpr double unset = -1.0;
+    using cursor_t = decltype(std::declval<const Source&>().cursor(0u));
+    struct rank_state {
+        cursor_t cursor{};
+        std::uint32_t index = 0;
+        double free_at = 0.0;  ///< compute stream
+        double comm_free = 0.0; ///< data-parallel stream
+        std::int64_t alive = 0;
+        bool blocked = false;
+        bool at_norm = false;
+    };
+
+    [[nodiscard]] constexpr std::uint32_t stage(const event& e) const noexcept {
+        return stage_of(layout_, dims_.ranks, e.rank, e.chunk);
+    }
+    /// Slot of the tensor a send produces / a recv consumes: (producer stage, mb, direction).
+    [[nodiscard]] constexpr std::size_t slot(std::uint32_t producer_stage, std::uint32_t mb,
+                                             bool gradient) const noexcept {
+        return (std::size_t{producer_stage} * dims_.microbatches + mb) * 2 + (gradient ? 1 : 0);
+    }
+
+    constexpr void record(iteration_simulation& out, std::uint32_t r, const event& e, double start,
+                          double end, bool comm) {
+        rank_state& st = state_[r];
+        auto& sum = out.ranks[r];
+        if (!comm) {
+            sum.compute_busy += end - start;
+            st.free_at = end;
+        }
+        sum.end = end > sum.end ? end : sum.end;
+        sink_.push(timed_event{e, st.index, start, end, comm});
+    }
+    /// The compute stream waits (for a tensor, a collective) until `until`: not busy time.
+    constexpr void wait_until(iteration_simulation& out, std::uint32_t r, const event& e, double until) {
+        rank_state& st = state_[r];
+        const double end = until > st.free_at ? until : st.free_at;
+        sink_.push(timed_event{e, st.index, st.free_at, end, false});
+        st.free_at = end;
+        out.ranks[r].end = end > out.ranks[r].end ? end : out.ranks[r].end;
+    }
+    constexpr void expose(iteration_simulation& out, std::uint32_t r, comm_kind k, double from, double to) {
+        if (to > from) out.ranks[r].exposed[static_cast<std::size_t>(k)] += to - from;
+    }
+
+    constexpr void run_rank(iteration_simulation& out, std::uint32_t r, std::vector<std::uint32_t>& work) {
+        rank_state& st = state_[r];
+        st.blocked = false;
+        for (; !st.cursor.done(); st.cursor.advance(), ++st.index) {
+            const event e = st.cursor.current();
+            const std::uint32_t s = stage(e);
+            switch (e.kind) {
+            case op::recv_activation:
+            case op::recv_gradient: {
+                const bool grad = e.kind == op::recv_gradient;
+                const std::size_t k = slot(grad ? s + 1 : s - 1, e.microbatch, grad);
+                if (arrival_[k] == unset) {
+                    st.blocked = true;
+                    return;
+                }
+                const double posted_at = posted_[k] > st.free_at ? posted_[k] : st.free_at;
+                expose(out, r, comm_kind::p2p, posted_at, arrival_[k]);
+                wait_until(out, r, e, arrival_[k]);
+                break;
+            }
+            case op::send_activation:
+            case op::send_gradient: {
+                const bool grad = e.kind == op::send_gradient;
+                const std::size_t k = slot(s, e.microbatch, grad);
+                posted_[k] = st.free_at;
+                arrival_[k] = st.free_at + costs_.transfer(e, s);
+                sink_.push(timed_event{e, st.index, st.free_at, arrival_[k], true});
+                if (state_[e.peer].blocked) {
+                    state_[e.peer].blocked = false;
+                    work.push_back(e.peer);
+                }
+                break;
+            }
+            case op::grad_sync: {
+                const double start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
+                st.comm_free = start + costs_.transfer(e, s);
+                record(out, r, e, start, st.comm_free, true);
+                break;
+            }
+            case op::param_gather: {
+                const double start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
+                st.comm_free = start + costs_.transfer(e, s);
+                expose(out, r, comm_kind::param_gather, st.free_at, st.comm_free);
+                record(out, r, e, start, st.comm_free, true);
+                st.free_at = st.comm_free;
+                break;
+            }
+            case op::grad_norm: {
+                if (!st.at_norm) { // first visit: wait for this rank's grad syncs
+                    expose(out, r, comm_kind::grad_sync, st.free_at, st.comm_free);
+                    st.free_at = st.free_at > st.comm_free ? st.free_at : st.comm_free;
+                    st.at_norm = true;
+                    ++norm_arrived_;
+                    norm_start_ = st.free_at > norm_start_ ? st.free_at : norm_start_;
+                }
+                if (norm_arrived_ < norm_ranks_ || norm_ranks_ < src_.ranks()) {
+                    if (norm_arrived_ == norm_ranks_) release_norm(work, r);
+                    else {
+                        st.blocked = true;
+                        return;
+                    }
+                }
+                const double end = norm_start_ + costs_.transfer(e, s);
+                expose(out, r, comm_kind::grad_norm, norm_start_, end);
+                wait_until(out, r, e, end);
+                break;
+            }
+            default: {
+                double start = st.free_at;
+                if (e.kind == op::optimizer_step && !st.at_norm) {
+                    expose(out, r, comm_kind::grad_sync, st.free_at, st.comm_free);
+                    start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
+                }
+                record(out, r, e, start, start + costs_.duration(e, s), false);
+                count_memory(out, r, e);
+                break;
+            }
+            }
+        }
+        if (norm_arrived_ == norm_ranks_) release_norm(work, r);
+    }
+
+    /// Once every rank has reached grad_norm, wake those waiting at it.
+    constexpr void release_norm(std::vector<std::uint32_t>& work, std::uint32_t self) {
+        if (norm_released_) return;
+        norm_released_ = true;
+        for (std::uint32_t q = 0; q < state_.size(); ++q) {
+            if (q != self && state_[q].blocked && state_[q].at_norm) {
+                state_[q].blocked = false;
+                work.push_back(q);
+            }
+        }
+    }
+
+    constexpr void count_memory(iteration_simulation& out, std::uint32_t r, const event& e) {
+        rank_state& st = state_[r];
+        if (e.kind == op::forward) {
+            ++st.alive;
+            auto& peak = out.ranks[r].peak_activations;
+            if (st.alive > peak) peak = static_cast<std::uint32_t>(st.alive);
+        } else if (e.kind == op::backward || e.kind == op::backward_weight) {
+            --st.alive;
+        }
+    }
+
+    const Source& src_;
+    const Costs& costs_;
+    Sink& sink_;
+    shape dims_;
+    placement layout_;
+    std::vector<double> arrival_;
+    std::vector<double> posted_;
+    std::vector<rank_state> state_{};
+    std::uint32_t norm_ranks_ = 0;
+    std::uint32_t norm_arrived_ = 0;
+    double norm_start_ = 0.0;
+    bool norm_released_ = false;
+};
+
+} // namespace detail
+
+/// A sink for timed_event records that keeps nothing.
+struct discard_events {
+    constexpr void push(const timed_event&) noexcept {}
+};
+
+template <schedule_policy P, iteration_costs Costs, class Sink>
+[[nodiscard]] constexpr iteration_simulation simulate(const iteration<P>& it, const Costs& costs, Sink& sink) {
+    const verdict check = validate(it);
+    const detail::policy_events<iteration<P>> src{it};
+    return detail::iteration_simulator<detail::policy_events<iteration<P>>, Costs, Sink>{src, costs, sink}.run(check);
+}
+
+template <schedule_policy P, iteration_costs Costs = iteration_cost_model>
+[[nodiscard]] constexpr iteration_simulation simulate(const iteration<P>& it, const Costs& costs = {}) {
+    discard_events none{};
+    return simulate(it, costs, none);
+}
+
+/// Replays per-rank event lists (for example SimAI's order mapped to events).
+template <iteration_costs Costs, class Sink>
+[[nodiscard]] constexpr iteration_simulation simulate_events(std::span<const std::vector<event>> per_rank,
+                                                             shape dims, placement layout,
+                                                             const Costs& costs, Sink& sink) {
+    const verdict check = validate_events(per_rank, dims, layout);
+    const event_lists src{per_rank, dims, layout};
+    return detail::iteration_simulator<event_lists, Costs, Sink>{src, costs, sink}.run(check);
+}
+
+} // namespace pipesched
