@@ -1,0 +1,814 @@
+// pipesched: the command-line front end of the library.
+//
+//   pipesched                       a short demonstration: GPipe vs 1F1B with p = 1, m = 2
+//   pipesched order --schedule NAME --ranks P --microbatches M [...]
+//                                   every rank's compute actions, as the CSV PyTorch reads
+//   pipesched help [COMMAND] | --help | -h | --version
+//
+// Adding a subcommand: write an array of flag_spec, a function `int run_NAME(const parsed_args&)`
+// and one row in `commands`; parsing, duplicate and unknown-flag errors, and the help text come
+// from the table. Usage errors are thrown as usage_error and reported by main() as one line on
+// stderr with exit status 2.
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <pipesched/catalog.hpp>
+#include <pipesched/event.hpp>
+#include <pipesched/io/action_text.hpp>
+#include <pipesched/policy.hpp>
+#include <pipesched/shape.hpp>
+#include <pipesched/sink.hpp>
+
+namespace {
+
+constexpr std::string_view program_name = "pipesched";
+constexpr std::string_view program_version = "0.1.0"; // keep in step with project() in CMake
+
+constexpr int exit_ok = 0;
+constexpr int exit_output_failed = 1;
+constexpr int exit_usage = 2;
+
+// ---------------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------------
+
+/// Buffers text and hands it to a FILE* in large blocks; memory stays bounded however long a
+/// line gets. Once a write fails, further text is dropped and failed() stays true.
+class output_buffer {
+  public:
+    static constexpr std::size_t block = std::size_t{1} << 16;
+
+    explicit output_buffer(std::FILE* file) : file_{file} { text_.reserve(block + 64); }
+    output_buffer(const output_buffer&) = delete;
+    output_buffer& operator=(const output_buffer&) = delete;
+    ~output_buffer() { flush(); }
+
+    void append(std::string_view s) {
+        text_.append(s);
+        if (text_.size() >= block)
+            flush();
+    }
+    void put(char c) {
+        text_.push_back(c);
+        if (text_.size() >= block)
+            flush();
+    }
+    void flush() {
+        if (!text_.empty() && !failed_) {
+            if (std::fwrite(text_.data(), 1, text_.size(), file_) != text_.size())
+                failed_ = true;
+        }
+        text_.clear();
+    }
+    /// Flushes everything down to the file; false if any write failed.
+    [[nodiscard]] bool finish() {
+        flush();
+        if (std::fflush(file_) != 0 || std::ferror(file_) != 0)
+            failed_ = true;
+        return !failed_;
+    }
+    [[nodiscard]] bool failed() const noexcept { return failed_; }
+
+  private:
+    std::FILE* file_;
+    std::string text_;
+    bool failed_ = false;
+};
+
+/// Writes a complete text to stdout; false on failure.
+bool print(std::string_view text) {
+    output_buffer out{stdout};
+    out.append(text);
+    return out.finish();
+}
+
+void append_number(std::string& s, std::uint64_t n) {
+    std::array<char, 24> digits{};
+    const auto r = std::to_chars(digits.data(), digits.data() + digits.size(), n);
+    s.append(digits.data(), r.ptr);
+}
+
+std::string number_text(std::uint64_t n) {
+    std::string s;
+    append_number(s, n);
+    return s;
+}
+
+/// `text` left-aligned in a field of `width` characters.
+void append_padded(std::string& s, std::string_view text, std::size_t width) {
+    s.append(text);
+    if (text.size() < width)
+        s.append(width - text.size(), ' ');
+}
+
+constexpr std::size_t text_width = 100; ///< help text
+constexpr std::size_t demo_width = 92;  ///< the demonstration's paragraph
+
+/// Appends the words separated by single spaces, starting at column `column`; a word that
+/// would pass `width` starts a new line indented by `indent` spaces. Ends with a newline.
+void append_words(std::string& s, std::span<const std::string> words, std::size_t column,
+                  std::size_t indent, std::size_t width = text_width) {
+    bool line_start = true;
+    for (const std::string& word : words) {
+        if (!line_start && column + 1 + word.size() > width) {
+            s += '\n';
+            s.append(indent, ' ');
+            column = indent;
+            line_start = true;
+        }
+        if (!line_start) {
+            s += ' ';
+            ++column;
+        }
+        s += word;
+        column += word.size();
+        line_start = false;
+    }
+    s += '\n';
+}
+
+std::vector<std::string> split_words(std::string_view text) {
+    std::vector<std::string> words;
+    while (!text.empty()) {
+        const std::size_t space = text.find(' ');
+        if (space != 0)
+            words.emplace_back(text.substr(0, space));
+        text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
+    }
+    return words;
+}
+
+/// `text` right-aligned in a field of `width` characters.
+void append_right(std::string& s, std::string_view text, std::size_t width) {
+    if (text.size() < width)
+        s.append(width - text.size(), ' ');
+    s.append(text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// A command-line mistake: reported by main() as `pipesched: <message>`, exit status 2.
+struct usage_error {
+    std::string message;
+};
+
+[[noreturn]] void fail(std::string message) { throw usage_error{std::move(message)}; }
+
+/// A user-supplied value in single quotes, safe to print on one line: control and non-ASCII
+/// bytes are escaped and very long values are shortened.
+std::string quoted(std::string_view value) {
+    constexpr std::size_t max_shown = 64;
+    constexpr std::string_view hex = "0123456789abcdef";
+    std::string s = "'";
+    const std::size_t shown = std::min(value.size(), max_shown);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const auto byte = static_cast<unsigned char>(value[i]);
+        if (byte < 0x20 || byte >= 0x7F) {
+            s += "\\x";
+            s += hex[byte >> 4];
+            s += hex[byte & 0xF];
+        } else if (value[i] == '\'' || value[i] == '\\') {
+            s += '\\';
+            s += value[i];
+        } else {
+            s += value[i];
+        }
+    }
+    if (shown < value.size())
+        s += "...";
+    s += '\'';
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command table and argument parsing
+// ---------------------------------------------------------------------------------------------
+
+struct flag_spec {
+    std::string_view name;         ///< without the leading "--"
+    std::string_view value_name;   ///< placeholder in the usage ("P"); empty for a switch
+    std::string_view help;         ///< one line
+    std::string_view default_text; ///< shown as "(default ...)"; empty if none
+    bool required = false;
+};
+
+class parsed_args;
+
+struct command_spec {
+    std::string_view name;
+    std::string_view summary;     ///< one line, for the command list
+    std::string_view description; ///< a paragraph, for `pipesched help <command>`
+    std::span<const flag_spec> flags;
+    int (*run)(const parsed_args&); ///< nullptr for `help`, which dispatch() handles itself
+};
+
+/// The flags given to one subcommand, checked against its flag_spec list.
+class parsed_args {
+  public:
+    parsed_args(const command_spec& cmd, std::span<const std::string_view> args) : command_{&cmd} {
+        for (std::size_t i = 0; i < args.size(); ++i) {
+            const std::string_view arg = args[i];
+            if (arg.size() < 3 || arg.substr(0, 2) != "--") {
+                if (arg.size() > 1 && arg[0] == '-') {
+                    fail("unknown flag " + quoted(arg) + " for '" + full_name() + "'" + see_help());
+                }
+                fail("unexpected argument " + quoted(arg) + " for '" + full_name() + "'" +
+                     see_help());
+            }
+            const std::size_t eq = arg.find('=');
+            const std::string_view name =
+                arg.substr(2, eq == std::string_view::npos ? arg.npos : eq - 2);
+            const flag_spec* spec = find(name);
+            if (spec == nullptr) {
+                fail("unknown flag " + quoted(arg.substr(0, eq)) + " for '" + full_name() + "'" +
+                     see_help());
+            }
+            if (get(spec->name))
+                fail("flag --" + std::string{spec->name} + " given twice");
+            std::string_view value{};
+            if (spec->value_name.empty()) { // a switch
+                if (eq != std::string_view::npos) {
+                    fail("flag --" + std::string{spec->name} + " takes no value");
+                }
+            } else if (eq != std::string_view::npos) {
+                value = arg.substr(eq + 1);
+            } else if (i + 1 < args.size() && args[i + 1].substr(0, 2) != "--") {
+                value = args[++i];
+            }
+            if (!spec->value_name.empty() && value.empty()) {
+                fail("flag --" + std::string{spec->name} + " needs a value (" +
+                     std::string{spec->value_name} + ")");
+            }
+            given_.emplace_back(spec, value);
+        }
+        for (const flag_spec& spec : cmd.flags) {
+            if (spec.required && !get(spec.name)) {
+                fail("missing required flag --" + std::string{spec.name} + " " +
+                     std::string{spec.value_name} + see_help());
+            }
+        }
+    }
+
+    /// The value of a flag, or nullopt when it was not given (a switch given has value "").
+    [[nodiscard]] std::optional<std::string_view> get(std::string_view name) const {
+        for (const auto& [spec, value] : given_) {
+            if (spec->name == name)
+                return value;
+        }
+        return std::nullopt;
+    }
+
+    /// A whole number in 1..2^32-1: decimal digits only, nothing else, no sign.
+    [[nodiscard]] std::optional<std::uint32_t> count(std::string_view name) const {
+        const auto text = get(name);
+        if (!text)
+            return std::nullopt;
+        std::uint32_t n = 0;
+        const char* const first = text->data();
+        const char* const last = first + text->size();
+        const auto [end, ec] = std::from_chars(first, last, n);
+        const std::string flag = "--" + std::string{name};
+        if ((*text)[0] == '-')
+            fail(flag + " must not be negative, got " + quoted(*text));
+        if (ec == std::errc::result_out_of_range) {
+            fail(flag + " value " + quoted(*text) + " is too large");
+        }
+        if (ec != std::errc{} || end != last || (*text)[0] < '0' || (*text)[0] > '9') {
+            fail(flag + " needs a positive whole number, got " + quoted(*text));
+        }
+        if (n == 0)
+            fail(flag + " must be at least 1, got " + quoted(*text));
+        return n;
+    }
+
+    [[nodiscard]] std::string full_name() const {
+        return std::string{program_name} + " " + std::string{command_->name};
+    }
+
+  private:
+    [[nodiscard]] const flag_spec* find(std::string_view name) const {
+        for (const flag_spec& spec : command_->flags) {
+            if (spec.name == name)
+                return &spec;
+        }
+        return nullptr;
+    }
+    [[nodiscard]] std::string see_help() const { return " (see '" + full_name() + " --help')"; }
+
+    const command_spec* command_;
+    std::vector<std::pair<const flag_spec*, std::string_view>> given_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Schedules: shared by every subcommand that builds a policy from the command line
+// ---------------------------------------------------------------------------------------------
+
+/// A policy request read from --schedule, --ranks, --microbatches, --chunks, --group-size and
+/// --backward.
+struct schedule_request {
+    pipesched::schedule_id id{};
+    pipesched::schedule_options options{};
+    bool group_size_given = false;
+};
+
+std::string schedule_names() {
+    std::string s;
+    for (const pipesched::schedule_info& info : pipesched::schedules) {
+        if (!s.empty())
+            s += ", ";
+        s += info.pytorch_name;
+    }
+    return s;
+}
+
+schedule_request read_schedule(const parsed_args& args) {
+    schedule_request req{};
+    const std::string_view name = args.get("schedule").value_or("");
+    const auto id = pipesched::find_schedule(name);
+    if (!id) {
+        fail("--schedule: unknown schedule " + quoted(name) + ", expected one of " +
+             schedule_names() + " (see 'pipesched --help')");
+    }
+    req.id = *id;
+    req.options.dims.ranks = args.count("ranks").value_or(1);
+    req.options.dims.microbatches = args.count("microbatches").value_or(1);
+    req.options.dims.chunks = args.count("chunks").value_or(1);
+    if (const auto g = args.count("group-size")) {
+        if (req.id != pipesched::schedule_id::interleaved_1f1b) {
+            fail("--group-size applies only to " +
+                 std::string{
+                     pipesched::info(pipesched::schedule_id::interleaved_1f1b).pytorch_name} +
+                 ", not to " + std::string{pipesched::info(req.id).pytorch_name});
+        }
+        req.options.group_size = *g;
+        req.group_size_given = true;
+    }
+    if (const auto b = args.get("backward")) {
+        if (*b == "full") {
+            req.options.backward = pipesched::backward_kind::full;
+        } else if (*b == "split") {
+            req.options.backward = pipesched::backward_kind::split;
+        } else {
+            fail("--backward must be 'full' or 'split', got " + quoted(*b));
+        }
+    }
+    return req;
+}
+
+/// Throws a usage_error naming the violated constraint if the policy rejects its shape.
+template <pipesched::schedule_policy P>
+void require_valid_shape(const P& pol, const schedule_request& req) {
+    const pipesched::shape_check c = pol.check();
+    if (c)
+        return;
+    const pipesched::shape s = pol.shape;
+    std::string msg{pipesched::info(req.id).pytorch_name};
+    msg += ": ";
+    msg += c.message;
+    msg += " (ranks=" + number_text(s.ranks) + " microbatches=" + number_text(s.microbatches) +
+           " chunks=" + number_text(s.chunks);
+    if constexpr (requires { pol.group(); }) {
+        msg += req.group_size_given ? " group-size=" : " default group-size=";
+        msg += number_text(pol.group());
+    }
+    if (req.options.backward == pipesched::backward_kind::split)
+        msg += " backward=split";
+    msg += ")";
+    fail(std::move(msg));
+}
+
+/// Largest number of (chunk, microbatch) activations alive at once on any rank: +1 at a
+/// forward, -1 when its backward completes (B, or W of a split backward).
+template <pipesched::schedule_policy P> std::uint32_t peak_in_flight(const P& pol) {
+    struct counter {
+        std::uint32_t live = 0;
+        std::uint32_t peak = 0;
+        void push(const pipesched::event& e) {
+            if (e.kind == pipesched::op::forward) {
+                peak = std::max(peak, ++live);
+            } else if ((e.kind == pipesched::op::backward ||
+                        e.kind == pipesched::op::backward_weight) &&
+                       live > 0) {
+                --live;
+            }
+        }
+    };
+    std::uint32_t peak = 0;
+    const pipesched::shape s = pol.shape;
+    for (std::uint32_t r = 0; r < s.ranks; ++r) {
+        counter c{};
+        pipesched::emit(pol, r, c);
+        peak = std::max(peak, c.peak);
+    }
+    return peak;
+}
+
+// ---------------------------------------------------------------------------------------------
+// pipesched order
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::array<flag_spec, 6> order_flags{{
+    {"schedule", "NAME", "schedule to generate, see Schedules below", "", true},
+    {"ranks", "P", "pipeline ranks, 1..65535", "", true},
+    {"microbatches", "M", "microbatches per iteration, 1..65536", "", true},
+    {"chunks", "V", "model chunks per rank, 1..256; above 1 only for multi-chunk schedules", "1",
+     false},
+    {"group-size", "G", "Interleaved1F1B only: microbatches per group",
+     "m / max(1, m / p): p when p divides m", false},
+    {"backward", "full|split", "backward as one action B, or split into I then W", "full", false},
+}};
+
+/// Appends one rank's actions to the output as `a,b,c`.
+template <pipesched::schedule_policy P> struct csv_line_sink {
+    const P* pol;
+    output_buffer* out;
+    bool first = true;
+
+    void push(const pipesched::event& e) {
+        if (!pipesched::is_compute(e.kind))
+            return;
+        if (!first)
+            out->put(',');
+        first = false;
+        out->append(pipesched::format_action(pipesched::to_action(*pol, e)).view());
+    }
+};
+
+int run_order(const parsed_args& args) {
+    const schedule_request req = read_schedule(args);
+    return pipesched::with_schedule(req.id, req.options, [&](const auto& pol) -> int {
+        require_valid_shape(pol, req);
+        output_buffer out{stdout};
+        const pipesched::shape s = pol.shape;
+        for (std::uint32_t r = 0; r < s.ranks && !out.failed(); ++r) {
+            csv_line_sink<std::remove_cvref_t<decltype(pol)>> sink{&pol, &out};
+            pipesched::emit(pol, r, sink);
+            out.put('\n');
+        }
+        if (!out.finish()) {
+            std::fputs("pipesched: error writing the output\n", stderr);
+            return exit_output_failed;
+        }
+        return exit_ok;
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command table
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::array<flag_spec, 0> no_flags{};
+
+constexpr std::array<command_spec, 2> commands{{
+    {"order", "print every rank's compute actions in execution order (PyTorch CSV)",
+     "Prints P lines; line r lists rank r's compute actions in execution order, comma-separated,\n"
+     "as <stage><F|B|I|W><microbatch>, stages numbered globally (chunk * P + rank for the\n"
+     "schedules below). This is the CSV that torch.distributed.pipelining's _load_csv reads.",
+     order_flags, run_order},
+    {"help", "print this help, or one command's usage: pipesched help [COMMAND]",
+     "Prints the help of pipesched, or the usage of COMMAND.", no_flags, nullptr},
+}};
+
+const command_spec* find_command(std::string_view name) {
+    for (const command_spec& cmd : commands) {
+        if (cmd.name == name)
+            return &cmd;
+    }
+    return nullptr;
+}
+
+std::string unknown_command_message(std::string_view name) {
+    return "unknown command " + quoted(name) + " (see 'pipesched --help')";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Help text
+// ---------------------------------------------------------------------------------------------
+
+/// The usage of a command after "pipesched NAME", one element per flag: "--ranks P",
+/// "[--chunks V]".
+std::vector<std::string> usage_tokens(const command_spec& cmd) {
+    std::vector<std::string> tokens;
+    if (cmd.name == "help")
+        tokens.emplace_back("[COMMAND]");
+    for (const flag_spec& f : cmd.flags) {
+        std::string t = f.required ? "--" : "[--";
+        t += f.name;
+        if (!f.value_name.empty()) {
+            t += ' ';
+            t += f.value_name;
+        }
+        if (!f.required)
+            t += ']';
+        tokens.push_back(std::move(t));
+    }
+    return tokens;
+}
+
+/// `prefix` and the usage line, wrapped at text_width with continuation lines under the
+/// first flag.
+void append_usage(std::string& s, std::string_view prefix, const command_spec& cmd) {
+    std::string head{prefix};
+    head += program_name;
+    head += ' ';
+    head += cmd.name;
+    s += head;
+    const std::vector<std::string> tokens = usage_tokens(cmd);
+    if (tokens.empty()) {
+        s += '\n';
+        return;
+    }
+    s += ' ';
+    append_words(s, tokens, head.size() + 1, head.size() + 1);
+}
+
+void append_flags(std::string& s, const command_spec& cmd) {
+    s += "Flags ('--flag value' or '--flag=value'; numbers are decimal):\n";
+    std::size_t width = std::string_view{"--help, -h"}.size();
+    for (const flag_spec& f : cmd.flags) {
+        width = std::max(width, 2 + f.name.size() + 1 + f.value_name.size());
+    }
+    const std::size_t indent = 2 + width + 2;
+    for (const flag_spec& f : cmd.flags) {
+        std::string left = "--" + std::string{f.name};
+        if (!f.value_name.empty())
+            left += " " + std::string{f.value_name};
+        // "(default ...)" is kept in one piece when the line wraps.
+        std::vector<std::string> words = split_words(f.help);
+        if (f.required)
+            words.emplace_back("(required)");
+        if (!f.default_text.empty())
+            words.push_back("(default " + std::string{f.default_text} + ")");
+        s += "  ";
+        append_padded(s, left, width + 2);
+        append_words(s, words, indent, indent);
+    }
+    s += "  ";
+    append_padded(s, "--help, -h", width + 2);
+    s += "print this usage\n";
+}
+
+void append_schedules(std::string& s) {
+    s += "Schedules (--schedule): case, '-', '_' and spaces are ignored\n";
+    constexpr std::string_view h1 = "PyTorch name";
+    constexpr std::string_view h2 = "library name";
+    std::size_t w1 = h1.size();
+    std::size_t w2 = h2.size();
+    for (const pipesched::schedule_info& info : pipesched::schedules) {
+        w1 = std::max(w1, info.pytorch_name.size());
+        w2 = std::max(w2, info.name.size());
+    }
+    s += "  ";
+    append_padded(s, h1, w1 + 2);
+    append_padded(s, h2, w2 + 2);
+    append_padded(s, "chunks", 8);
+    s += "also accepted\n";
+    for (const pipesched::schedule_info& info : pipesched::schedules) {
+        s += "  ";
+        append_padded(s, info.pytorch_name, w1 + 2);
+        append_padded(s, info.name, w2 + 2);
+        append_padded(s, info.multi_chunk ? ">= 1" : "1", 8);
+        bool first = true;
+        for (std::string_view alias : info.aliases) {
+            if (alias.empty())
+                continue;
+            if (!first)
+                s += ", ";
+            first = false;
+            s += alias;
+        }
+        s += '\n';
+    }
+}
+
+constexpr std::string_view exit_status_text =
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  the output could not be written, or an internal error\n"
+    "  2  usage error (unknown command or flag, missing or malformed value, unknown schedule)\n"
+    "     or a shape the schedule rejects; the reason is one line on stderr starting "
+    "'pipesched: '\n";
+
+std::string command_help(const command_spec& cmd) {
+    std::string s;
+    append_usage(s, "Usage: ", cmd);
+    s += '\n';
+    s += cmd.description;
+    s += "\n";
+    if (!cmd.flags.empty()) {
+        s += '\n';
+        append_flags(s, cmd);
+        s += '\n';
+        append_schedules(s);
+    }
+    return s;
+}
+
+std::string general_help() {
+    std::string s;
+    s += "pipesched ";
+    s += program_version;
+    s += ": pipeline-parallel training schedules\n\n";
+    s += "Usage:\n";
+    s += "  pipesched                  demonstration: GPipe vs 1F1B on one rank, 2 microbatches\n";
+    s += "  pipesched COMMAND [FLAGS]  run a command; pipesched COMMAND --help for its usage\n";
+    s += "  pipesched --help | -h      this help\n";
+    s += "  pipesched --version        print the version\n\n";
+    s += "Commands:\n";
+    std::size_t width = 0;
+    for (const command_spec& cmd : commands)
+        width = std::max(width, cmd.name.size());
+    for (const command_spec& cmd : commands) {
+        s += "  ";
+        append_padded(s, cmd.name, width + 2);
+        s += cmd.summary;
+        s += '\n';
+    }
+    for (const command_spec& cmd : commands) {
+        if (cmd.flags.empty())
+            continue;
+        s += '\n';
+        append_usage(s, "", cmd);
+        s += cmd.description;
+        s += "\n\n";
+        append_flags(s, cmd);
+    }
+    s += '\n';
+    append_schedules(s);
+    s += '\n';
+    s += exit_status_text;
+    return s;
+}
+
+int print_status(std::string_view text) {
+    if (print(text))
+        return exit_ok;
+    std::fputs("pipesched: error writing the output\n", stderr);
+    return exit_output_failed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The demonstration (no arguments)
+// ---------------------------------------------------------------------------------------------
+
+struct demo_column {
+    std::string_view title;
+    std::vector<std::string> actions;
+    std::uint32_t peak = 0;
+};
+
+demo_column demo_run(pipesched::schedule_id id, std::uint32_t microbatches) {
+    demo_column col{pipesched::info(id).pytorch_name, {}, 0};
+    pipesched::schedule_options opt{};
+    opt.dims = pipesched::shape{1, microbatches, 1};
+    pipesched::with_schedule(id, opt, [&](const auto& pol) {
+        for (const pipesched::event e : pipesched::events(pol, 0)) {
+            col.actions.emplace_back(pipesched::format_action(pipesched::to_action(pol, e)).view());
+        }
+        col.peak = peak_in_flight(pol);
+    });
+    return col;
+}
+
+int run_demo() {
+    using pipesched::schedule_id;
+    const demo_column gpipe = demo_run(schedule_id::gpipe, 2);
+    const demo_column ofob = demo_run(schedule_id::one_f_one_b, 2);
+    const std::uint32_t more = 8;
+    const std::uint32_t gpipe_more = demo_run(schedule_id::gpipe, more).peak;
+    const std::uint32_t ofob_more = demo_run(schedule_id::one_f_one_b, more).peak;
+
+    std::string s;
+    s += "Why does gradient accumulation run all forwards before all backwards?\n";
+    s += "One pipeline rank (p = 1), two microbatches (m = 2); actions are "
+         "<stage><F|B><microbatch>:\n\n";
+    const std::size_t w1 = std::max(gpipe.title.size(), std::size_t{4}) + 2;
+    const std::size_t w2 = std::max(ofob.title.size(), std::size_t{4}) + 2;
+    s += "  step  ";
+    append_padded(s, gpipe.title, w1);
+    s += ofob.title;
+    s += '\n';
+    const std::size_t steps = std::max(gpipe.actions.size(), ofob.actions.size());
+    for (std::size_t i = 0; i < steps; ++i) {
+        s += "  ";
+        append_right(s, number_text(i + 1), 4);
+        s += "  ";
+        append_padded(s, i < gpipe.actions.size() ? gpipe.actions[i] : "", w1);
+        s += i < ofob.actions.size() ? ofob.actions[i] : "";
+        s += '\n';
+    }
+    s += "  peak  ";
+    append_padded(s, number_text(gpipe.peak), w1);
+    append_padded(s, number_text(ofob.peak), w2);
+    s += "microbatches of activations alive at once\n\n";
+
+    const std::string paragraph =
+        "GPipe, every forward before any backward, is the order SimAI's workload row sweep "
+        "produces for ga > 1: it keeps the activations of " +
+        number_text(gpipe.peak) +
+        " microbatches alive. 1F1B is Megatron's gradient accumulation without pipelining "
+        "(forward_backward_no_pipelining, F0 B0 F1 B1): each backward frees its microbatch "
+        "before the next forward, so it keeps " +
+        number_text(ofob.peak) +
+        ". Both compute the same gradients in the same time on one rank; only activation "
+        "memory differs, and the gap grows with m (m=" +
+        number_text(more) + ": " + number_text(gpipe_more) + " for GPipe, " +
+        number_text(ofob_more) + " for 1F1B).";
+    append_words(s, split_words(paragraph), 0, 0, demo_width);
+    s += '\n';
+    s += "Next: pipesched order --schedule 1F1B --ranks 4 --microbatches 8\n"
+         "      pipesched --help\n";
+    return print_status(s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// main
+// ---------------------------------------------------------------------------------------------
+
+bool is_help_flag(std::string_view arg) { return arg == "--help" || arg == "-h"; }
+
+int dispatch(std::span<const std::string_view> args) {
+    if (args.empty())
+        return run_demo();
+    const std::string_view first = args[0];
+    const auto rest = args.subspan(1);
+
+    if (is_help_flag(first) || first == "help") {
+        // `pipesched help order` and `pipesched --help order` print one command's usage.
+        if (rest.empty())
+            return print_status(general_help());
+        if (rest.size() > 1)
+            fail("help takes at most one command, got " + quoted(rest[1]));
+        const command_spec* cmd = find_command(rest[0]);
+        if (cmd == nullptr)
+            fail(unknown_command_message(rest[0]));
+        return print_status(command_help(*cmd));
+    }
+    if (first == "--version") {
+        if (!rest.empty())
+            fail("--version takes no arguments, got " + quoted(rest[0]));
+        std::string s{program_name};
+        s += ' ';
+        s += program_version;
+        s += '\n';
+        return print_status(s);
+    }
+    if (first.size() > 1 && first[0] == '-') {
+        fail("unknown option " + quoted(first) + " (see 'pipesched --help')");
+    }
+    const command_spec* cmd = find_command(first);
+    if (cmd == nullptr)
+        fail(unknown_command_message(first));
+    // Help anywhere among a command's arguments wins over everything else.
+    if (std::any_of(rest.begin(), rest.end(), is_help_flag)) {
+        return print_status(command_help(*cmd));
+    }
+    const parsed_args parsed{*cmd, rest};
+    if (cmd->run == nullptr) // only `help` has none, and it is handled above
+        throw std::logic_error{"no handler for command " + quoted(cmd->name)};
+    return cmd->run(parsed);
+}
+
+void report(std::string_view message) {
+    std::string line{program_name};
+    line += ": ";
+    line += message;
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        std::vector<std::string_view> args;
+        for (int i = 1; i < argc; ++i)
+            args.emplace_back(argv[i]);
+        return dispatch(args);
+    } catch (const usage_error& e) {
+        report(e.message);
+        return exit_usage;
+    } catch (const std::exception& e) {
+        report(std::string{"internal error: "} + e.what());
+        return exit_output_failed;
+    } catch (...) {
+        report("internal error");
+        return exit_output_failed;
+    }
+}
