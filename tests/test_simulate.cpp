@@ -78,6 +78,22 @@ TEST_CASE("simulate: interleaved bubble is (p-1)/(v*m+p-1) for every legal g whe
     CHECK(shapes > 1000);
 }
 
+TEST_CASE("simulate: looped BFS bubble is (p-1)/(v*m+p-1) when m >= p, peak m*v") {
+    for (std::uint32_t p = 1; p <= 8; ++p) {
+        for (std::uint32_t m = 1; m <= 4 * p; ++m) {
+            for (std::uint32_t v = 1; v <= 4; ++v) {
+                const ps::simulation s = ps::simulate(ps::looped_bfs<>{{p, m, v}});
+                INFO("p=" << p << " m=" << m << " v=" << v);
+                REQUIRE(s);
+                const double formula = double(p - 1) / double(v * m + p - 1);
+                if (m >= p) CHECK(near(s.bubble_fraction, formula));
+                else CHECK(s.bubble_fraction >= formula - 1e-12); // chunk c+1 waits for the wrap-around
+                CHECK(s.max_peak_activations() == m * v);
+            }
+        }
+    }
+}
+
 TEST_CASE("simulate: interleaved with m < p (PyTorch only) has a larger bubble than the formula") {
     // Chunk 1 of microbatch 0 cannot start on rank 0 before microbatch 0 has crossed all p ranks,
     // and with m < p rank 0 has nothing else to do meanwhile.
