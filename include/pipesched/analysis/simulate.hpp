@@ -105,18 +105,25 @@ public:
         : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()}, microbatches_{s.microbatches()},
           forward_end_(std::size_t{s.stages()} * s.microbatches(), unset),
           backward_end_(std::size_t{s.stages()} * s.microbatches(), unset),
-          weight_done_(std::size_t{s.stages()} * s.microbatches(), 0), owner_(s.stages(), 0) {}
+          weight_done_(std::size_t{s.stages()} * s.microbatches(), 0) {}
 
     constexpr simulation run() {
         simulation out{};
-        out.check = validate_actions(src_);
-        if (!out.check) return out;
-        const std::uint32_t p = src_.ranks();
-        for (std::uint32_t r = 0; r < p; ++r) {
-            for (auto c = src_.cursor(r); !c.done(); c.advance()) owner_[c.current().stage] = r;
+        // The structural checks come from validate(); the deadlock check is this replay itself
+        // (the same work list), so a valid schedule is replayed once, not twice.
+        validator<Source> structure{src_};
+        if (!structure.structure_ok()) {
+            out.check = structure.result();
+            return out;
         }
+        owner_ = structure.take_owners();
+        const std::uint32_t p = src_.ranks();
         out.ranks.assign(p, rank_summary{});
-        replay(out);
+        if (!replay(out)) {
+            out.check = validate_actions(src_); // names the cycle
+            out.ranks.clear();
+            return out;
+        }
         for (const rank_summary& r : out.ranks) out.makespan = r.last_end > out.makespan ? r.last_end : out.makespan;
         double idle = 0.0;
         for (rank_summary& r : out.ranks) {
@@ -204,7 +211,8 @@ private:
         }
     }
 
-    constexpr void replay(simulation& out) {
+    /// False if some rank never finishes (a deadlock).
+    constexpr bool replay(simulation& out) {
         const std::uint32_t p = src_.ranks();
         std::vector<rank_state> state(p);
         std::vector<std::uint32_t> work;
@@ -232,6 +240,10 @@ private:
                 wake_consumer(state, work, a, r);
             }
         }
+        for (const rank_state& st : state) {
+            if (!st.next.done()) return false;
+        }
+        return true;
     }
 
     /// The one rank that can be blocked on the result of `a` is the owner of the next stage

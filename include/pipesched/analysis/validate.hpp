@@ -140,11 +140,17 @@ public:
           bits_(std::size_t{s.stages()} * s.microbatches(), 0), owner_(s.stages(), no_rank) {}
 
     constexpr verdict run() {
-        if (count_and_order()) return result_;
-        if (find_missing()) return result_;
+        if (!structure_ok()) return result_;
         replay();
         return result_;
     }
+
+    /// Everything but the deadlock replay: ranges, ownership, duplicates, order, missing
+    /// actions. The simulator runs this and does the replay itself, with times.
+    constexpr bool structure_ok() { return !count_and_order() && !find_missing(); }
+    [[nodiscard]] constexpr const verdict& result() const noexcept { return result_; }
+    /// Rank of every stage (valid after structure_ok()).
+    [[nodiscard]] constexpr std::vector<std::uint32_t> take_owners() noexcept { return std::move(owner_); }
 
 private:
     [[nodiscard]] constexpr std::size_t unit_index(const action& a) const noexcept {
