@@ -29,6 +29,7 @@
 #include "../io/action_text.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
+#include "../sink.hpp"
 
 namespace pipesched {
 
@@ -169,20 +170,32 @@ private:
     constexpr bool count_and_order() {
         for (std::uint32_t r = 0; r < src_.ranks(); ++r) {
             std::uint32_t i = 0;
-            for (auto c = src_.cursor(r); !c.done(); c.advance(), ++i) {
-                const action a = c.current();
-                if (!is_compute(a.kind)) return fail(verdict_code::not_compute, r, i, a);
-                if (a.stage >= stages_ || a.microbatch >= microbatches_) {
-                    return fail(verdict_code::out_of_range, r, i, a);
-                }
-                if (owner_[a.stage] == no_rank) owner_[a.stage] = r;
-                if (owner_[a.stage] != r) {
-                    result_.other_rank = owner_[a.stage];
-                    return fail(verdict_code::stage_on_two_ranks, r, i, a);
-                }
-                if (record(a)) return fail(result_.code, r, i, a);
+            bool failed = false;
+            const auto check = [&](const action& a) {
+                if (!failed) failed = check_one(r, i++, a);
+            };
+            if constexpr (requires { src_.for_each(r, check); }) {
+                src_.for_each(r, check); // a policy's phase loops: cheaper than its cursor
+            } else {
+                for (auto c = src_.cursor(r); !c.done() && !failed; c.advance()) check(c.current());
             }
+            if (failed) return true;
         }
+        return false;
+    }
+
+    /// The first-pass checks of the i-th action of rank r; true (with result_ set) on error.
+    constexpr bool check_one(std::uint32_t r, std::uint32_t i, const action& a) {
+        if (!is_compute(a.kind)) return fail(verdict_code::not_compute, r, i, a);
+        if (a.stage >= stages_ || a.microbatch >= microbatches_) {
+            return fail(verdict_code::out_of_range, r, i, a);
+        }
+        if (owner_[a.stage] == no_rank) owner_[a.stage] = r;
+        if (owner_[a.stage] != r) {
+            result_.other_rank = owner_[a.stage];
+            return fail(verdict_code::stage_on_two_ranks, r, i, a);
+        }
+        if (record(a)) return fail(result_.code, r, i, a);
         return false;
     }
 
@@ -365,6 +378,17 @@ public:
     };
     [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
         return cursor_type{pol_, rank};
+    }
+
+    /// Calls f(action) for every action of the rank, through the policy's emit path.
+    template <class F>
+    constexpr void for_each(std::uint32_t rank, F& f) const {
+        struct to_actions {
+            const P* pol;
+            F* f;
+            constexpr void push(const event& e) const { (*f)(to_action(*pol, e)); }
+        };
+        emit(pol_, rank, to_actions{&pol_, &f});
     }
 
 private:
