@@ -1,0 +1,79 @@
+// pipesched internals: facts that the timeline renderings (io/chrome_trace.hpp,
+// io/terminal_timeline.hpp) read off a list of simulated actions, with no policy at hand.
+//
+// Stage owners come from the records themselves. The local chunk of a stage is its position
+// among the stages its rank runs, in ascending order: both placements put chunk c of every rank
+// in the block of stages [c*p, (c+1)*p) (see shape.hpp), so ascending stage order is chunk
+// order. Only compute records (F, B, I, W) are used to work this out.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "../analysis/simulate.hpp"
+#include "../event.hpp"
+
+namespace pipesched::detail {
+
+inline constexpr std::uint32_t no_owner = 0xFFFFFFFFu;
+
+struct timeline_layout {
+    std::uint32_t ranks = 0;        ///< one past the largest rank in the records
+    std::uint32_t stages = 0;       ///< one past the largest stage of a compute record
+    std::uint32_t microbatches = 0; ///< one past the largest microbatch of a compute record
+    std::uint32_t chunks = 0;       ///< the most stages any one rank runs
+    double makespan = 0.0;          ///< latest end (the timeline starts at 0)
+    std::vector<std::uint32_t> owner; ///< per stage: the rank that runs it, or no_owner
+    std::vector<std::uint32_t> chunk; ///< per stage: its local chunk on that rank
+
+    [[nodiscard]] std::uint32_t chunk_of(std::uint32_t stage) const noexcept {
+        return stage < chunk.size() ? chunk[stage] : 0;
+    }
+};
+
+[[nodiscard]] inline timeline_layout layout_of(std::span<const timed_action> records) {
+    timeline_layout out{};
+    for (const timed_action& t : records) {
+        out.ranks = std::max(out.ranks, t.rank + 1);
+        out.makespan = std::max(out.makespan, t.end);
+        if (!is_compute(t.what.kind)) continue;
+        out.stages = std::max(out.stages, t.what.stage + 1);
+        out.microbatches = std::max(out.microbatches, t.what.microbatch + 1);
+    }
+    out.owner.assign(out.stages, no_owner);
+    out.chunk.assign(out.stages, 0);
+    for (const timed_action& t : records) {
+        if (is_compute(t.what.kind)) out.owner[t.what.stage] = t.rank;
+    }
+    std::vector<std::uint32_t> count(out.ranks, 0);
+    for (std::uint32_t s = 0; s < out.stages; ++s) {
+        const std::uint32_t r = out.owner[s];
+        if (r == no_owner) continue;
+        out.chunk[s] = count[r]++;
+        out.chunks = std::max(out.chunks, count[r]);
+    }
+    return out;
+}
+
+/// Positions of the records ordered by (rank, start, index, end, arrival): the order in which
+/// a rank ran them, whatever order the simulator pushed them in.
+[[nodiscard]] inline std::vector<std::size_t>
+rank_time_order(std::span<const timed_action> records) {
+    std::vector<std::size_t> order(records.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [records](std::size_t a, std::size_t b) {
+        const timed_action& x = records[a];
+        const timed_action& y = records[b];
+        if (x.rank != y.rank) return x.rank < y.rank;
+        if (x.start != y.start) return x.start < y.start;
+        if (x.index != y.index) return x.index < y.index;
+        if (x.end != y.end) return x.end < y.end;
+        return a < b;
+    });
+    return order;
+}
+
+} // namespace pipesched::detail

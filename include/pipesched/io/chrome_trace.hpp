@@ -1,0 +1,375 @@
+// pipesched: a simulated schedule as a Chrome trace-event JSON file, for Perfetto
+// (ui.perfetto.dev) and chrome://tracing.
+//
+//   pipesched::chrome_trace_sink trace;
+//   (void)pipesched::simulate(policy, costs, trace);
+//   trace.write(std::cout, {.process_name = "1F1B p=4 m=8"});
+//
+// What the file holds:
+//   - one process (`pid`, named by process_name metadata);
+//   - per pipeline rank r a compute track, tid r, named "rank r"; ranks that run other ops get
+//     a "rank r communication" track (tid ranks + r) for the p2p ops and a "rank r iteration"
+//     track (tid 2*ranks + r) for everything else. thread_sort_index puts each rank's tracks
+//     together: 3r, 3r+1, 3r+2. Communication has its own track because p2p overlaps compute.
+//   - one complete event (ph "X") per record: ts and dur in microseconds (cost units times
+//     microseconds_per_unit); name is PyTorch's action text (`0F1`, `3I2`) for F/B/I/W and
+//     `<op> s<stage> mb<microbatch>` otherwise; cat is trace_category(op) (I is
+//     "backward_input", never "communication"); args hold stage, chunk, microbatch and rank.
+//   - one flow (ph "s" in the producer, ph "f" with bp "e" in the consumer, same id) per
+//     cross-rank dependency: F of stage s feeds F of stage s+1, B or I of stage s feeds B or I
+//     of stage s-1, drawn when the two stages run on different ranks. Flows are named
+//     "activation" or "gradient", with cat "dependency", ids 1, 2, ... Each flow point sits
+//     min(1 us, dur/2) inside its slice (just before the producer's end, just after the
+//     consumer's start), because a point exactly on a slice boundary is ambiguous when the
+//     next slice starts at the same instant; Perfetto draws the arrow from the producer's end to
+//     the consumer's start either way.
+// Stage owners and chunks are read off the records (see detail/timeline_layout.hpp).
+//
+// Output is deterministic: metadata, then complete events track by track in time order, then
+// flows in the order of their consumers. Numbers are the shortest decimal text that reads
+// back to the same double; a non-finite time is written as 0. Strings are JSON-escaped; the
+// process name is copied as bytes, so it must be UTF-8.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "../analysis/simulate.hpp"
+#include "../detail/timeline_layout.hpp"
+#include "../event.hpp"
+#include "action_text.hpp"
+
+namespace pipesched {
+
+/// The `cat` of an op's trace event: F/B/I/W by name, p2p ops "communication", and
+/// "iteration" for everything else (grad_sync, grad_norm, optimizer_step, param_gather, loss,
+/// recompute).
+[[nodiscard]] constexpr std::string_view trace_category(op o) noexcept {
+    switch (o) {
+    case op::forward: return "forward";
+    case op::backward: return "backward";
+    case op::backward_input: return "backward_input";
+    case op::backward_weight: return "backward_weight";
+    default: return is_p2p(o) ? "communication" : "iteration";
+    }
+}
+
+/// The per-rank track an op is drawn on.
+enum class trace_track : std::uint8_t { compute, communication, iteration };
+
+[[nodiscard]] constexpr trace_track track_of(op o) noexcept {
+    if (is_compute(o)) return trace_track::compute;
+    return is_p2p(o) ? trace_track::communication : trace_track::iteration;
+}
+
+/// Thread id of a rank's track in a trace of `ranks` ranks: r, ranks + r, 2*ranks + r.
+[[nodiscard]] constexpr std::uint64_t trace_tid(trace_track track, std::uint32_t rank,
+                                                std::uint32_t ranks) noexcept {
+    return std::uint64_t{static_cast<std::uint8_t>(track)} * ranks + rank;
+}
+
+struct trace_options {
+    /// Microseconds per cost-model unit: the default shows F = 1 as 1 ms. Values that are not
+    /// positive and finite fall back to the default.
+    double microseconds_per_unit = 1000.0;
+    std::string process_name = "pipesched";
+    std::uint32_t pid = 1;
+    bool flows = true; ///< draw the cross-rank dependencies
+};
+
+namespace detail {
+
+inline void append_json_string(std::string& out, std::string_view s) {
+    static constexpr std::string_view hex = "0123456789abcdef";
+    out += '"';
+    for (const char c : s) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default: {
+            const auto u = static_cast<unsigned char>(c);
+            if (u < 0x20) {
+                out += "\\u00";
+                out += hex[u >> 4];
+                out += hex[u & 0xF];
+            } else {
+                out += c;
+            }
+        }
+        }
+    }
+    out += '"';
+}
+
+inline void append_json_number(std::string& out, std::uint64_t n) {
+    std::array<char, 24> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), n);
+    out.append(buf.data(), r.ptr);
+}
+
+/// Shortest round-trip text in fixed notation (JSON has no inf or nan: those become 0).
+inline void append_json_number(std::string& out, double x) {
+    if (!std::isfinite(x)) {
+        out += '0';
+        return;
+    }
+    std::array<char, 400> buf{}; // enough for any double in fixed notation
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), x, std::chars_format::fixed);
+    if (r.ec != std::errc{}) {
+        out += '0';
+        return;
+    }
+    out.append(buf.data(), r.ptr);
+}
+
+/// `0F1` for compute ops, `grad_sync s3 mb0` for the rest.
+[[nodiscard]] inline std::string trace_event_name(const action& a) {
+    if (is_compute(a.kind)) return std::string{format_action(a).view()};
+    std::string name{to_string(a.kind)};
+    name += " s";
+    name += std::to_string(a.stage);
+    name += " mb";
+    name += std::to_string(a.microbatch);
+    return name;
+}
+
+class chrome_trace_writer {
+public:
+    chrome_trace_writer(std::ostream& os, std::span<const timed_action> records,
+                        const trace_options& o)
+        : os_{os}, records_{records}, options_{o}, layout_{layout_of(records)},
+          scale_{std::isfinite(o.microseconds_per_unit) && o.microseconds_per_unit > 0.0
+                     ? o.microseconds_per_unit
+                     : trace_options{}.microseconds_per_unit} {
+        buf_.reserve(flush_at + 512);
+    }
+
+    void run() {
+        std::vector<std::size_t> order = rank_time_order(records_);
+        // Group each rank's records by track; stable, so time order holds within a track.
+        std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+            return sort_index(records_[a]) < sort_index(records_[b]);
+        });
+        buf_ += "{\"traceEvents\":[\n";
+        write_metadata();
+        for (const std::size_t i : order) write_slice(records_[i]);
+        if (options_.flows) write_flows(order);
+        buf_ += "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"generator\":\"pipesched\","
+                "\"microseconds_per_unit\":";
+        append_json_number(buf_, scale_);
+        buf_ += "}}\n";
+        flush();
+    }
+
+private:
+    static constexpr std::size_t flush_at = std::size_t{1} << 16;
+
+    [[nodiscard]] std::uint64_t tid(const timed_action& t) const noexcept {
+        return trace_tid(track_of(t.what.kind), t.rank, layout_.ranks);
+    }
+    [[nodiscard]] static std::uint64_t sort_index(std::uint32_t rank, trace_track track) noexcept {
+        return std::uint64_t{rank} * 3 + static_cast<std::uint8_t>(track);
+    }
+    [[nodiscard]] static std::uint64_t sort_index(const timed_action& t) noexcept {
+        return sort_index(t.rank, track_of(t.what.kind));
+    }
+
+    void flush() {
+        os_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+        buf_.clear();
+    }
+    void begin_event() {
+        if (!first_) buf_ += ",\n";
+        first_ = false;
+        buf_ += '{';
+    }
+    void end_event() {
+        buf_ += '}';
+        if (buf_.size() >= flush_at) flush();
+    }
+    void field(std::string_view key) {
+        buf_ += ",\"";
+        buf_ += key;
+        buf_ += "\":";
+    }
+    void pid_tid(std::uint64_t thread) {
+        field("pid");
+        append_json_number(buf_, std::uint64_t{options_.pid});
+        field("tid");
+        append_json_number(buf_, thread);
+    }
+
+    void metadata(std::string_view name, std::uint64_t thread, std::string_view arg,
+                  const std::string* text, std::uint64_t number) {
+        begin_event();
+        buf_ += "\"name\":";
+        append_json_string(buf_, name);
+        buf_ += ",\"ph\":\"M\"";
+        pid_tid(thread);
+        buf_ += ",\"args\":{";
+        append_json_string(buf_, arg);
+        buf_ += ':';
+        if (text != nullptr) append_json_string(buf_, *text);
+        else append_json_number(buf_, number);
+        buf_ += '}';
+        end_event();
+    }
+
+    void write_metadata() {
+        metadata("process_name", 0, "name", &options_.process_name, 0);
+        std::vector<std::uint8_t> used(std::size_t{layout_.ranks} * 3, 0);
+        for (const timed_action& t : records_) used[sort_index(t)] = 1;
+        static constexpr std::array<std::string_view, 3> suffix{"", " communication", " iteration"};
+        for (std::uint32_t r = 0; r < layout_.ranks; ++r) {
+            for (std::uint8_t k = 0; k < 3; ++k) {
+                const auto track = static_cast<trace_track>(k);
+                // Every rank gets a compute track, even an idle one.
+                if (track != trace_track::compute && used[sort_index(r, track)] == 0) continue;
+                const std::uint64_t thread = trace_tid(track, r, layout_.ranks);
+                const std::string name = "rank " + std::to_string(r) + std::string{suffix[k]};
+                metadata("thread_name", thread, "name", &name, 0);
+                metadata("thread_sort_index", thread, "sort_index", nullptr, sort_index(r, track));
+            }
+        }
+    }
+
+    [[nodiscard]] double ts(const timed_action& t) const noexcept { return t.start * scale_; }
+    [[nodiscard]] double dur(const timed_action& t) const noexcept {
+        return (t.end - t.start) * scale_;
+    }
+
+    void write_slice(const timed_action& t) {
+        begin_event();
+        buf_ += "\"name\":";
+        append_json_string(buf_, trace_event_name(t.what));
+        buf_ += ",\"cat\":";
+        append_json_string(buf_, trace_category(t.what.kind));
+        buf_ += ",\"ph\":\"X\"";
+        field("ts");
+        append_json_number(buf_, ts(t));
+        field("dur");
+        append_json_number(buf_, dur(t));
+        pid_tid(tid(t));
+        buf_ += ",\"args\":{\"stage\":";
+        append_json_number(buf_, std::uint64_t{t.what.stage});
+        buf_ += ",\"chunk\":";
+        append_json_number(buf_, std::uint64_t{layout_.chunk_of(t.what.stage)});
+        buf_ += ",\"microbatch\":";
+        append_json_number(buf_, std::uint64_t{t.what.microbatch});
+        buf_ += ",\"rank\":";
+        append_json_number(buf_, std::uint64_t{t.rank});
+        buf_ += '}';
+        end_event();
+    }
+
+    void flow_point(bool start, std::uint64_t id, const timed_action& t, bool gradient) {
+        const double d = dur(t);
+        const double inset = std::min(1.0, d > 0.0 ? d / 2 : 0.0);
+        begin_event();
+        buf_ += gradient ? "\"name\":\"gradient\"" : "\"name\":\"activation\"";
+        buf_ += ",\"cat\":\"dependency\"";
+        buf_ += start ? ",\"ph\":\"s\"" : ",\"ph\":\"f\",\"bp\":\"e\"";
+        field("id");
+        append_json_number(buf_, id);
+        field("ts");
+        append_json_number(buf_, start ? ts(t) + d - inset : ts(t) + inset);
+        pid_tid(tid(t));
+        end_event();
+    }
+
+    void write_flows(std::span<const std::size_t> order) {
+        const std::size_t m = layout_.microbatches;
+        constexpr std::size_t none = static_cast<std::size_t>(-1);
+        std::vector<std::size_t> forward(std::size_t{layout_.stages} * m, none);
+        std::vector<std::size_t> backward(std::size_t{layout_.stages} * m, none);
+        for (std::size_t i = 0; i < records_.size(); ++i) {
+            const action& a = records_[i].what;
+            const std::size_t unit = std::size_t{a.stage} * m + a.microbatch;
+            if (a.kind == op::forward) forward[unit] = i;
+            else if (a.kind == op::backward || a.kind == op::backward_input) backward[unit] = i;
+        }
+        std::uint64_t id = 0;
+        for (const std::size_t i : order) {
+            const timed_action& consumer = records_[i];
+            const action& a = consumer.what;
+            std::size_t producer = none;
+            if (a.kind == op::forward && a.stage > 0) {
+                producer = forward[std::size_t{a.stage - 1} * m + a.microbatch];
+            } else if ((a.kind == op::backward || a.kind == op::backward_input) &&
+                       a.stage + 1 < layout_.stages) {
+                producer = backward[std::size_t{a.stage + 1} * m + a.microbatch];
+            }
+            if (producer == none || records_[producer].rank == consumer.rank) continue;
+            ++id;
+            const bool gradient = a.kind != op::forward;
+            flow_point(true, id, records_[producer], gradient);
+            flow_point(false, id, consumer, gradient);
+        }
+    }
+
+    std::ostream& os_;
+    std::span<const timed_action> records_;
+    const trace_options& options_;
+    timeline_layout layout_;
+    double scale_;
+    std::string buf_;
+    bool first_ = true;
+};
+
+} // namespace detail
+
+/// Writes the records of a simulation as Chrome trace-event JSON (see the top of this file).
+inline void write_chrome_trace(std::ostream& os, std::span<const timed_action> records,
+                               const trace_options& options = {}) {
+    detail::chrome_trace_writer{os, records, options}.run();
+}
+
+/// The same, as a string.
+[[nodiscard]] inline std::string chrome_trace(std::span<const timed_action> records,
+                                              const trace_options& options = {}) {
+    std::ostringstream os;
+    write_chrome_trace(os, records, options);
+    return std::move(os).str();
+}
+
+/// A timeline sink that keeps every record (amortised O(1) per push) for write_chrome_trace.
+class chrome_trace_sink {
+public:
+    void push(const timed_action& t) { records_.push_back(t); }
+    void reserve(std::size_t n) { records_.reserve(n); }
+    void clear() noexcept { records_.clear(); }
+
+    [[nodiscard]] std::span<const timed_action> records() const noexcept { return records_; }
+    [[nodiscard]] std::size_t size() const noexcept { return records_.size(); }
+
+    void write(std::ostream& os, const trace_options& options = {}) const {
+        write_chrome_trace(os, records_, options);
+    }
+    [[nodiscard]] std::string str(const trace_options& options = {}) const {
+        return chrome_trace(records_, options);
+    }
+
+private:
+    std::vector<timed_action> records_;
+};
+
+static_assert(timeline_sink<chrome_trace_sink>);
+
+} // namespace pipesched

@@ -1,0 +1,323 @@
+// write_chrome_trace(): exact JSON for tiny schedules worked out by hand, and properties
+// (one X event per action, one flow per cross-rank dependency, categories, tracks) over shapes.
+// tests/tools/check_trace.py parses a larger trace with a real JSON parser.
+#include "test_support.hpp"
+
+#include <pipesched/io/chrome_trace.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ps = pipesched;
+
+namespace {
+
+using ps::backward_kind;
+using ps::op;
+
+static_assert(ps::timeline_sink<ps::chrome_trace_sink>);
+static_assert(ps::trace_category(op::forward) == "forward");
+static_assert(ps::trace_category(op::backward) == "backward");
+static_assert(ps::trace_category(op::backward_input) == "backward_input");
+static_assert(ps::trace_category(op::backward_weight) == "backward_weight");
+static_assert(ps::trace_category(op::send_activation) == "communication");
+static_assert(ps::trace_category(op::recv_gradient) == "communication");
+static_assert(ps::trace_category(op::grad_sync) == "iteration");
+static_assert(ps::trace_category(op::grad_norm) == "iteration");
+static_assert(ps::trace_category(op::optimizer_step) == "iteration");
+static_assert(ps::trace_category(op::param_gather) == "iteration");
+static_assert(ps::trace_category(op::loss) == "iteration");
+static_assert(ps::trace_category(op::recompute) == "iteration");
+static_assert(ps::trace_category(static_cast<op>(200)) == "iteration"); // an op added later
+static_assert(ps::trace_tid(ps::trace_track::compute, 2, 4) == 2);
+static_assert(ps::trace_tid(ps::trace_track::communication, 2, 4) == 6);
+static_assert(ps::trace_tid(ps::trace_track::iteration, 2, 4) == 10);
+
+template <class P>
+ps::chrome_trace_sink run(const P& pol, const ps::cost_model& costs = {}) {
+    ps::chrome_trace_sink sink;
+    const ps::simulation s = ps::simulate(pol, costs, sink);
+    REQUIRE(s);
+    return sink;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in{text};
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+/// The text of the first `"key":value` in a one-line event (quotes kept for strings).
+std::string field(const std::string& line, std::string_view key) {
+    const std::string needle = "\"" + std::string{key} + "\":";
+    const std::size_t at = line.find(needle);
+    if (at == std::string::npos) return {};
+    const std::size_t from = at + needle.size();
+    std::size_t to = from;
+    if (line[from] == '"') {
+        to = line.find('"', from + 1) + 1;
+    } else {
+        while (to < line.size() && line[to] != ',' && line[to] != '}') ++to;
+    }
+    return line.substr(from, to - from);
+}
+
+std::vector<std::string> events_with(const std::vector<std::string>& lines, std::string_view ph) {
+    std::vector<std::string> out;
+    const std::string want = "\"" + std::string{ph} + "\"";
+    for (const std::string& line : lines) {
+        if (field(line, "ph") == want) out.push_back(line);
+    }
+    return out;
+}
+
+TEST_CASE("chrome trace: GPipe p=1 m=2, by hand") {
+    // F = 1 unit = 1000 us, B = 2000 us, back to back; one rank, so no flows.
+    const auto sink = run(ps::gpipe<>{{1, 2, 1}});
+    CHECK(sink.str() ==
+          "{\"traceEvents\":[\n"
+          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pipesched\"}},\n"
+          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"rank 0\"}},\n"
+          "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"sort_index\":0}},\n"
+          "{\"name\":\"0F0\",\"cat\":\"forward\",\"ph\":\"X\",\"ts\":0,\"dur\":1000,\"pid\":1,\"tid\":0,"
+          "\"args\":{\"stage\":0,\"chunk\":0,\"microbatch\":0,\"rank\":0}},\n"
+          "{\"name\":\"0F1\",\"cat\":\"forward\",\"ph\":\"X\",\"ts\":1000,\"dur\":1000,\"pid\":1,\"tid\":0,"
+          "\"args\":{\"stage\":0,\"chunk\":0,\"microbatch\":1,\"rank\":0}},\n"
+          "{\"name\":\"0B0\",\"cat\":\"backward\",\"ph\":\"X\",\"ts\":2000,\"dur\":2000,\"pid\":1,\"tid\":0,"
+          "\"args\":{\"stage\":0,\"chunk\":0,\"microbatch\":0,\"rank\":0}},\n"
+          "{\"name\":\"0B1\",\"cat\":\"backward\",\"ph\":\"X\",\"ts\":4000,\"dur\":2000,\"pid\":1,\"tid\":0,"
+          "\"args\":{\"stage\":0,\"chunk\":0,\"microbatch\":1,\"rank\":0}}\n"
+          "],\n"
+          "\"displayTimeUnit\":\"ms\",\n"
+          "\"otherData\":{\"generator\":\"pipesched\",\"microseconds_per_unit\":1000}}\n");
+}
+
+TEST_CASE("chrome trace: 1F1B p=2 m=2, by hand") {
+    // Rank 0: F0 [0,1] F1 [1,2] B0 [4,6] B1 [7,9]; rank 1: F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7].
+    // Four cross-rank dependencies: 0F0 -> 1F0, 0F1 -> 1F1, 1B0 -> 0B0, 1B1 -> 0B1, each
+    // drawn from 1 us before the producer's end to 1 us after the consumer's start. Flows are
+    // numbered in the order of their consumers (rank 0's first).
+    const auto sink = run(ps::one_f_one_b<>{{2, 2, 1}});
+    CHECK(sink.str() ==
+          "{\"traceEvents\":[\n"
+          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pipesched\"}},\n"
+          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"rank 0\"}},\n"
+          "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"sort_index\":0}},\n"
+          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"rank 1\"}},\n"
+          "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"sort_index\":3}},\n"
+          "{\"name\":\"0F0\",\"cat\":\"forward\",\"ph\":\"X\",\"ts\":0,\"dur\":1000,\"pid\":1,\"tid\":0,"
+          "\"args\":{\"stage\":0,\"chunk\":0,\"microbatch\":0,\"rank\":0}},\n"
+          "{\"name\":\"0F1\",\"cat\":\"forward\",\"ph\":\"X\",\"ts\":1000,\"dur\":1000,\"pid\":1,\"tid\":0,"
+          "\"args\":{\"stage\":0,\"chunk\":0,\"microbatch\":1,\"rank\":0}},\n"
+          "{\"name\":\"0B0\",\"cat\":\"backward\",\"ph\":\"X\",\"ts\":4000,\"dur\":2000,\"pid\":1,\"tid\":0,"
+          "\"args\":{\"stage\":0,\"chunk\":0,\"microbatch\":0,\"rank\":0}},\n"
+          "{\"name\":\"0B1\",\"cat\":\"backward\",\"ph\":\"X\",\"ts\":7000,\"dur\":2000,\"pid\":1,\"tid\":0,"
+          "\"args\":{\"stage\":0,\"chunk\":0,\"microbatch\":1,\"rank\":0}},\n"
+          "{\"name\":\"1F0\",\"cat\":\"forward\",\"ph\":\"X\",\"ts\":1000,\"dur\":1000,\"pid\":1,\"tid\":1,"
+          "\"args\":{\"stage\":1,\"chunk\":0,\"microbatch\":0,\"rank\":1}},\n"
+          "{\"name\":\"1B0\",\"cat\":\"backward\",\"ph\":\"X\",\"ts\":2000,\"dur\":2000,\"pid\":1,\"tid\":1,"
+          "\"args\":{\"stage\":1,\"chunk\":0,\"microbatch\":0,\"rank\":1}},\n"
+          "{\"name\":\"1F1\",\"cat\":\"forward\",\"ph\":\"X\",\"ts\":4000,\"dur\":1000,\"pid\":1,\"tid\":1,"
+          "\"args\":{\"stage\":1,\"chunk\":0,\"microbatch\":1,\"rank\":1}},\n"
+          "{\"name\":\"1B1\",\"cat\":\"backward\",\"ph\":\"X\",\"ts\":5000,\"dur\":2000,\"pid\":1,\"tid\":1,"
+          "\"args\":{\"stage\":1,\"chunk\":0,\"microbatch\":1,\"rank\":1}},\n"
+          "{\"name\":\"gradient\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":1,\"ts\":3999,\"pid\":1,\"tid\":1},\n"
+          "{\"name\":\"gradient\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":1,\"ts\":4001,\"pid\":1,\"tid\":0},\n"
+          "{\"name\":\"gradient\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":2,\"ts\":6999,\"pid\":1,\"tid\":1},\n"
+          "{\"name\":\"gradient\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":2,\"ts\":7001,\"pid\":1,\"tid\":0},\n"
+          "{\"name\":\"activation\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":3,\"ts\":999,\"pid\":1,\"tid\":0},\n"
+          "{\"name\":\"activation\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":3,\"ts\":1001,\"pid\":1,\"tid\":1},\n"
+          "{\"name\":\"activation\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":4,\"ts\":1999,\"pid\":1,\"tid\":0},\n"
+          "{\"name\":\"activation\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":4,\"ts\":4001,\"pid\":1,\"tid\":1}\n"
+          "],\n"
+          "\"displayTimeUnit\":\"ms\",\n"
+          "\"otherData\":{\"generator\":\"pipesched\",\"microseconds_per_unit\":1000}}\n");
+}
+
+/// Cross-rank dependencies from the policy's placement alone: for every pair of adjacent
+/// stages on different ranks, each microbatch sends one activation and one gradient.
+template <class P>
+std::size_t expected_flows(const P& pol) {
+    const ps::shape dims = pol.shape;
+    std::size_t count = 0;
+    for (std::uint32_t s = 0; s + 1 < dims.stages(); ++s) {
+        if (ps::locate_stage(P::layout, dims.ranks, s).rank !=
+            ps::locate_stage(P::layout, dims.ranks, s + 1).rank) {
+            count += 2 * std::size_t{dims.microbatches};
+        }
+    }
+    return count;
+}
+
+template <class P>
+void check_properties(const P& pol) {
+    const ps::shape dims = pol.shape;
+    INFO(P::name << " p=" << dims.ranks << " m=" << dims.microbatches << " v=" << dims.chunks);
+    ps::cost_model costs{};
+    costs.p2p_latency = 0.25;
+    const auto sink = run(pol, costs);
+    const auto lines = lines_of(sink.str());
+    const auto slices = events_with(lines, "X");
+    const auto starts = events_with(lines, "s");
+    const auto finishes = events_with(lines, "f");
+    CHECK(slices.size() == ps::event_count(pol));
+    CHECK(slices.size() == sink.size());
+    CHECK(starts.size() == expected_flows(pol));
+    CHECK(finishes.size() == expected_flows(pol));
+    // Flow ids 1..n, each once as s and once as f, in the same order; the arrow goes forward in
+    // time (by at least the latency) and from one rank to another.
+    for (std::size_t k = 0; k < starts.size() && k < finishes.size(); ++k) {
+        CHECK(field(starts[k], "id") == std::to_string(k + 1));
+        CHECK(field(finishes[k], "id") == std::to_string(k + 1));
+        CHECK(field(finishes[k], "bp") == "\"e\"");
+        CHECK(field(starts[k], "name") == field(finishes[k], "name"));
+        CHECK(field(starts[k], "tid") != field(finishes[k], "tid"));
+        CHECK(std::stod(field(finishes[k], "ts")) >= std::stod(field(starts[k], "ts")) + 250.0);
+    }
+    // One compute track per rank: tid = rank, named "rank r".
+    for (std::uint32_t r = 0; r < dims.ranks; ++r) {
+        const std::string name = "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" +
+                                 std::to_string(r) + ",\"args\":{\"name\":\"rank " +
+                                 std::to_string(r) + "\"}}";
+        CHECK(std::count(lines.begin(), lines.end(), name + ",") == 1);
+    }
+    // Chunk and stage in the args agree with the policy's placement.
+    for (const std::string& line : slices) {
+        const auto stage = static_cast<std::uint32_t>(std::stoul(field(line, "stage")));
+        const ps::rank_chunk where = ps::locate_stage(P::layout, dims.ranks, stage);
+        CHECK(field(line, "chunk") == std::to_string(where.chunk));
+        CHECK(field(line, "rank") == std::to_string(where.rank));
+        CHECK(field(line, "tid") == std::to_string(where.rank));
+    }
+}
+
+TEST_CASE("chrome trace: events and flows over policies and shapes") {
+    for (std::uint32_t p = 1; p <= 4; ++p) {
+        for (std::uint32_t m = 1; m <= 9; m += 4) {
+            check_properties(ps::gpipe<>{{p, m, 1}});
+            check_properties(ps::one_f_one_b<backward_kind::split>{{p, m, 1}});
+            for (std::uint32_t v = 2; v <= 3; ++v) {
+                check_properties(ps::looped_bfs<>{{p, m, v}});
+                const ps::interleaved_1f1b<backward_kind::split> inter{{p, m, v}};
+                if (inter.check()) check_properties(inter);
+            }
+        }
+    }
+}
+
+TEST_CASE("chrome trace: a split backward is backward_input and backward_weight, not communication") {
+    const ps::interleaved_1f1b<backward_kind::split> pol{{4, 8, 2}};
+    const auto sink = run(pol);
+    const auto slices = events_with(lines_of(sink.str()), "X");
+    std::map<std::string, std::size_t> by_category;
+    for (const std::string& line : slices) {
+        const std::string name = field(line, "name");
+        const std::string cat = field(line, "cat");
+        ++by_category[cat];
+        const char letter = name[name.find_first_not_of("0123456789", 1)];
+        switch (letter) {
+        case 'F': CHECK(cat == "\"forward\""); break;
+        case 'I': CHECK(cat == "\"backward_input\""); break;
+        case 'W': CHECK(cat == "\"backward_weight\""); break;
+        default: FAIL("unexpected action " << name);
+        }
+    }
+    CHECK(by_category.size() == 3);
+    CHECK(by_category["\"forward\""] == 64);
+    CHECK(by_category["\"backward_input\""] == 64);
+    CHECK(by_category["\"backward_weight\""] == 64);
+    CHECK(sink.str().find("communication") == std::string::npos);
+    // W needs nothing from another rank: the gradient flows start and end at I's.
+    CHECK(expected_flows(pol) == 2 * 8 * 7);
+}
+
+TEST_CASE("chrome trace: p2p and iteration ops get tracks of their own") {
+    // Hand-made records: two ranks; rank 1 has a send, a loss, a grad_sync and an optimizer step.
+    const std::vector<ps::timed_action> records{
+        {0, 0, {0, op::forward, 0}, 0.0, 1.0},
+        {1, 0, {1, op::forward, 0}, 1.0, 2.0},
+        {1, 1, {1, op::loss, 0}, 2.0, 2.5},
+        {1, 2, {1, op::backward, 0}, 2.5, 4.5},
+        {1, 3, {1, op::send_gradient, 0}, 4.5, 4.75},
+        {0, 1, {0, op::backward, 0}, 4.75, 6.75},
+        {1, 4, {1, op::grad_sync, 0}, 4.75, 5.75},
+        {1, 5, {1, op::optimizer_step, 0}, 6.75, 7.0},
+    };
+    const auto lines = lines_of(ps::chrome_trace(records));
+    const auto slices = events_with(lines, "X");
+    REQUIRE(slices.size() == records.size());
+    std::map<std::string, std::pair<std::string, std::string>> cat_and_tid;
+    for (const std::string& line : slices) {
+        cat_and_tid[field(line, "name")] = {field(line, "cat"), field(line, "tid")};
+    }
+    using pair = std::pair<std::string, std::string>;
+    CHECK(cat_and_tid["\"1F0\""] == pair{"\"forward\"", "1"});
+    CHECK(cat_and_tid["\"loss s1 mb0\""] == pair{"\"iteration\"", "5"});
+    CHECK(cat_and_tid["\"send_gradient s1 mb0\""] == pair{"\"communication\"", "3"});
+    CHECK(cat_and_tid["\"grad_sync s1 mb0\""] == pair{"\"iteration\"", "5"});
+    CHECK(cat_and_tid["\"optimizer_step s1 mb0\""] == pair{"\"iteration\"", "5"});
+    const std::string text = ps::chrome_trace(records);
+    CHECK(text.find("\"tid\":3,\"args\":{\"name\":\"rank 1 communication\"}") != std::string::npos);
+    CHECK(text.find("\"tid\":3,\"args\":{\"sort_index\":4}") != std::string::npos);
+    CHECK(text.find("\"tid\":5,\"args\":{\"name\":\"rank 1 iteration\"}") != std::string::npos);
+    CHECK(text.find("\"tid\":5,\"args\":{\"sort_index\":5}") != std::string::npos);
+    // Rank 0 has no such ops and gets no such tracks.
+    CHECK(text.find("rank 0 communication") == std::string::npos);
+    CHECK(text.find("rank 0 iteration") == std::string::npos);
+    // Only compute ops make flows: 0F0 -> 1F0 and 1B0 -> 0B0.
+    CHECK(events_with(lines, "s").size() == 2);
+    // Fractional times keep their digits.
+    CHECK(text.find("\"name\":\"send_gradient s1 mb0\",\"cat\":\"communication\",\"ph\":\"X\","
+                    "\"ts\":4500,\"dur\":250,") != std::string::npos);
+}
+
+TEST_CASE("chrome trace: options, escaping and determinism") {
+    const auto sink = run(ps::one_f_one_b<>{{3, 4, 1}});
+    ps::trace_options o{};
+    o.process_name = "1F1B \"p=3\" \\ m=4\n\t\x01";
+    o.microseconds_per_unit = 0.5;
+    o.pid = 7;
+    o.flows = false;
+    const std::string text = sink.str(o);
+    CHECK(text.find("\"args\":{\"name\":\"1F1B \\\"p=3\\\" \\\\ m=4\\n\\t\\u0001\"}") != std::string::npos);
+    CHECK(text.find("\"ph\":\"s\"") == std::string::npos);
+    CHECK(text.find("\"pid\":1,") == std::string::npos);
+    CHECK(text.find("\"name\":\"2B0\",\"cat\":\"backward\",\"ph\":\"X\",\"ts\":1.5,\"dur\":1,\"pid\":7,\"tid\":2")
+          != std::string::npos);
+    CHECK(text.find("\"microseconds_per_unit\":0.5}") != std::string::npos);
+    o.microseconds_per_unit = -1.0; // falls back to the default
+    CHECK(sink.str(o).find("\"name\":\"2B0\",\"cat\":\"backward\",\"ph\":\"X\",\"ts\":3000,\"dur\":2000,")
+          != std::string::npos);
+
+    // The order the simulator pushed the records in does not matter.
+    std::vector<ps::timed_action> shuffled(sink.records().begin(), sink.records().end());
+    std::reverse(shuffled.begin(), shuffled.end());
+    std::rotate(shuffled.begin(), shuffled.begin() + 5, shuffled.end());
+    CHECK(ps::chrome_trace(shuffled) == sink.str());
+    std::ostringstream os;
+    ps::write_chrome_trace(os, sink.records());
+    CHECK(os.str() == sink.str());
+    std::ostringstream os2;
+    sink.write(os2);
+    CHECK(os2.str() == sink.str());
+
+    ps::chrome_trace_sink empty;
+    CHECK(empty.str() == "{\"traceEvents\":[\n"
+                         "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pipesched\"}}\n"
+                         "],\n"
+                         "\"displayTimeUnit\":\"ms\",\n"
+                         "\"otherData\":{\"generator\":\"pipesched\",\"microseconds_per_unit\":1000}}\n");
+    ps::chrome_trace_sink copy = sink;
+    copy.clear();
+    CHECK(copy.size() == 0);
+}
+
+} // namespace
