@@ -25,9 +25,10 @@ enum class op : std::uint8_t {
     grad_norm,        ///< the all-reduce behind gradient clipping and found-inf
     optimizer_step,   ///< parameter update
     param_gather,     ///< distributed-optimizer / ZeRO all-gather of updated parameters
+    reshard,          ///< free gathered parameters again (PyTorch's RESHARD, FSDP-style)
 };
 
-inline constexpr std::size_t op_count = 14;
+inline constexpr std::size_t op_count = 15;
 
 /// Snake-case name of an op, as used in JSON output and diagnostics.
 [[nodiscard]] constexpr std::string_view to_string(op o) noexcept {
@@ -46,6 +47,7 @@ inline constexpr std::size_t op_count = 14;
     case op::grad_norm: return "grad_norm";
     case op::optimizer_step: return "optimizer_step";
     case op::param_gather: return "param_gather";
+    case op::reshard: return "reshard";
     }
     return "?";
 }
