@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <pipesched/analysis/simulate.hpp>
+
 #include <vector>
 
 namespace ps = pipesched;
@@ -162,6 +164,30 @@ TEST_CASE("validate: each error class, with rank and index") {
         CHECK(v.code == ps::verdict_code::invalid_shape);
         CHECK(ps::describe(v).find("chunks must be 1") != std::string::npos);
     }
+}
+
+TEST_CASE("validate: sparse input is answered without a stages x microbatches table") {
+    // One cell naming stage 4e9, microbatch 65535: a table would need 2.6e14 bytes.
+    const auto huge = check({{F(4000000000u, 65535)}});
+    CHECK(huge.code == ps::verdict_code::missing);
+    CHECK(huge.subject == F(0, 0));
+    // The first gap in (stage, microbatch) order, forwards before backwards.
+    // Over a million units: stage 5e6 and microbatch 3 make 2e7. The first gap in
+    // (stage, microbatch) order, forwards before backwards.
+    const auto gap = check({{F(0, 0), F(0, 1), B(0, 0), B(0, 1), F(1, 0), B(1, 0), F(5000000, 3)}});
+    CHECK(gap.code == ps::verdict_code::missing);
+    CHECK(gap.subject == F(0, 2));
+    const auto stage_gap = check({{F(0, 0), B(0, 0), F(0, 1), F(5000000, 0)}}, 2);
+    CHECK(stage_gap.code == ps::verdict_code::missing);
+    CHECK(stage_gap.subject == F(1, 0));
+    // Range errors still come first, with their position.
+    const auto range = check({{F(0, 0), F(0, 7), F(5000000, 0)}}, 2);
+    CHECK(range.code == ps::verdict_code::out_of_range);
+    CHECK(range.index == 1);
+    // And simulate refuses it the same way, without allocating.
+    ps::discard_timeline none;
+    CHECK(ps::simulate(std::vector<std::vector<ps::action>>{{F(4000000000u, 65535)}}, ps::cost_model{}, none).check.code ==
+          ps::verdict_code::missing);
 }
 
 TEST_CASE("validate: empty input is valid and harmless") {

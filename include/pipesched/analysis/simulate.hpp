@@ -304,14 +304,23 @@ template <timeline_sink Sink>
                                             std::uint32_t microbatches = 0) {
     std::uint32_t max_stage = 0;
     std::uint32_t max_mb = 0;
+    bool any = false;
     for (const auto& actions : per_rank) {
         for (const action& a : actions) {
+            any = true;
             max_stage = a.stage > max_stage ? a.stage : max_stage;
             max_mb = a.microbatch > max_mb ? a.microbatch : max_mb;
         }
     }
-    const std::uint32_t m = microbatches != 0 ? microbatches : max_mb + 1;
-    return simulate_actions(detail::action_lists{per_rank, max_stage + 1, m}, costs, sink);
+    const std::uint32_t stages = any ? max_stage + 1 : 0;
+    const std::uint32_t m = microbatches != 0 ? microbatches : (any ? max_mb + 1 : 0);
+    // Validate first: it refuses sparse input before anything sized stages x microbatches exists.
+    if (const verdict v = validate(per_rank, m, stages); !v) {
+        simulation out{};
+        out.check = v;
+        return out;
+    }
+    return simulate_actions(detail::action_lists{per_rank, stages, m}, costs, sink);
 }
 
 /// Peak in-flight chunk activations of one rank, from its order alone (no costs needed).

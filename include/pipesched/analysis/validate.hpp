@@ -17,6 +17,7 @@
 // prints the verdict's fields in the compiler's message when it fails.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -453,20 +454,75 @@ template <schedule_policy P>
 /// Validates per-rank action lists. Stages and microbatches default to one past the largest
 /// number that appears, so a schedule read from a file needs no shape; pass them to make
 /// numbers beyond them errors.
+namespace detail {
+/// For lists too sparse to be valid (fewer than two actions per unit and over a million
+/// units, for example one cell `4000000000F65535` in a file): finds the first error without the stages x microbatches
+/// table, so untrusted input cannot ask for a huge allocation. Sorting keeps it n log n.
+constexpr verdict sparse_verdict(std::span<const std::vector<action>> per_rank, std::uint32_t stages,
+                                 std::uint32_t microbatches) {
+    verdict v{};
+    std::vector<std::uint64_t> forwards;
+    std::vector<std::uint64_t> backwards;
+    for (std::uint32_t r = 0; r < per_rank.size(); ++r) {
+        for (std::uint32_t i = 0; i < per_rank[r].size(); ++i) {
+            const action& a = per_rank[r][i];
+            if (!is_compute(a.kind) || a.stage >= stages || a.microbatch >= microbatches) {
+                v.code = is_compute(a.kind) ? verdict_code::out_of_range : verdict_code::not_compute;
+                v.rank = r;
+                v.index = i;
+                v.subject = a;
+                return v;
+            }
+            const std::uint64_t key = (std::uint64_t{a.stage} << 32) | a.microbatch;
+            if (a.kind == op::forward) forwards.push_back(key);
+            if (a.kind == op::backward || a.kind == op::backward_input) backwards.push_back(key);
+        }
+    }
+    // The first (stage, microbatch) in order that lacks an F, else one that lacks a B/I.
+    for (const bool forward : {true, false}) {
+        std::vector<std::uint64_t>& keys = forward ? forwards : backwards;
+        std::sort(keys.begin(), keys.end());
+        std::uint64_t expected = 0;
+        for (const std::uint64_t k : keys) {
+            if (k > expected) break;
+            if (k == expected) {
+                const std::uint32_t mb = static_cast<std::uint32_t>(expected & 0xFFFFFFFFu) + 1;
+                expected = mb == microbatches ? ((expected >> 32) + 1) << 32 : (expected & ~0xFFFFFFFFull) | mb;
+            }
+        }
+        if ((expected >> 32) < stages) {
+            v.code = verdict_code::missing;
+            v.subject = action{static_cast<std::uint32_t>(expected >> 32),
+                               forward ? op::forward : op::backward,
+                               static_cast<std::uint32_t>(expected & 0xFFFFFFFFu)};
+            return v;
+        }
+    }
+    return v; // not reached for sparse input: some unit lacks an action
+}
+} // namespace detail
+
 [[nodiscard]] constexpr verdict validate(std::span<const std::vector<action>> per_rank,
                                          std::uint32_t microbatches = 0, std::uint32_t stages = 0) {
     std::uint32_t max_stage = 0;
     std::uint32_t max_mb = 0;
-    bool any = false;
-    for (const auto& actions : per_rank) {
-        for (const action& a : actions) {
-            any = true;
+    std::uint64_t actions = 0;
+    for (const auto& list : per_rank) {
+        for (const action& a : list) {
+            ++actions;
             max_stage = a.stage > max_stage ? a.stage : max_stage;
             max_mb = a.microbatch > max_mb ? a.microbatch : max_mb;
         }
     }
+    const bool any = actions != 0;
     const std::uint32_t s = stages != 0 ? stages : (any ? max_stage + 1 : 0);
     const std::uint32_t m = microbatches != 0 ? microbatches : (any ? max_mb + 1 : 0);
+    // A valid schedule has at least two actions (F and B, or F, I, W) per unit; a table much
+    // larger than the input can only be mostly empty, so answer without building it.
+    const std::uint64_t units = std::uint64_t{s} * m;
+    if (units > 2 * actions && units > (std::uint64_t{1} << 20)) {
+        return detail::sparse_verdict(per_rank, s, m);
+    }
     return validate_actions(detail::action_lists{per_rank, s, m});
 }
 
