@@ -332,7 +332,7 @@ std::string schedule_names() {
     for (const pipesched::schedule_info& info : pipesched::schedules) {
         if (!s.empty())
             s += ", ";
-        s += info.pytorch_name;
+        s += pipesched::display_name(info);
     }
     return s;
 }
@@ -354,7 +354,7 @@ schedule_request read_schedule(const parsed_args& args) {
             fail("--group-size applies only to " +
                  std::string{
                      pipesched::info(pipesched::schedule_id::interleaved_1f1b).pytorch_name} +
-                 ", not to " + std::string{pipesched::info(req.id).pytorch_name});
+                 ", not to " + std::string{pipesched::display_name(pipesched::info(req.id))});
         }
         req.options.group_size = *g;
         req.group_size_given = true;
@@ -378,7 +378,7 @@ void require_valid_shape(const P& pol, const schedule_request& req) {
     if (c)
         return;
     const pipesched::shape s = pol.shape;
-    std::string msg{pipesched::info(req.id).pytorch_name};
+    std::string msg{pipesched::display_name(pipesched::info(req.id))};
     msg += ": ";
     msg += c.message;
     msg += " (ranks=" + number_text(s.ranks) + " microbatches=" + number_text(s.microbatches) +
@@ -581,7 +581,7 @@ void append_schedules(std::string& s) {
     s += "also accepted\n";
     for (const pipesched::schedule_info& info : pipesched::schedules) {
         s += "  ";
-        append_padded(s, info.pytorch_name, w1 + 2);
+        append_padded(s, info.pytorch_name.empty() ? "-" : info.pytorch_name, w1 + 2);
         append_padded(s, info.name, w2 + 2);
         append_padded(s, info.multi_chunk ? ">= 1" : "1", 8);
         bool first = true;

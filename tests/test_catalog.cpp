@@ -24,7 +24,7 @@ static_assert(!ps::find_schedule("---"));
 TEST_CASE("catalog: names, aliases and dispatch") {
     for (const ps::schedule_info& s : ps::schedules) {
         CHECK(ps::find_schedule(s.name) == s.id);
-        CHECK(ps::find_schedule(s.pytorch_name) == s.id);
+        if (!s.pytorch_name.empty()) CHECK(ps::find_schedule(s.pytorch_name) == s.id);
         CHECK(&ps::info(s.id) == &s);
     }
     CHECK(ps::find_schedule("Looped_BFS") == ps::schedule_id::looped_bfs);

@@ -2,7 +2,8 @@
 //
 // Names are matched case-insensitively with '-', '_' and spaces ignored, so PyTorch's class
 // names (GPipe, 1F1B, Interleaved1F1B, LoopedBFS) and the library's own (gpipe, one_f_one_b,
-// interleaved_1f1b, looped_bfs) all work.
+// interleaved_1f1b, looped_bfs) all work. Schedules PyTorch does not ship (zb_h1, zb_h2) have
+// an empty PyTorch name; display_name() gives the library's name for them.
 #pragma once
 
 #include <array>
@@ -14,33 +15,54 @@
 
 #include "policies/gpipe.hpp"
 #include "policies/interleaved_1f1b.hpp"
+#include "policies/interleaved_zero_bubble.hpp"
 #include "policies/looped_bfs.hpp"
 #include "policies/one_f_one_b.hpp"
+#include "policies/zb_h1.hpp"
+#include "policies/zb_h2.hpp"
 #include "policy.hpp"
 #include "shape.hpp"
 
 namespace pipesched {
 
-enum class schedule_id : std::uint8_t { gpipe, one_f_one_b, interleaved_1f1b, looped_bfs };
+enum class schedule_id : std::uint8_t {
+    gpipe,
+    one_f_one_b,
+    interleaved_1f1b,
+    looped_bfs,
+    zb_h1,
+    zb_h2,
+    interleaved_zero_bubble,
+};
 
 struct schedule_info {
     schedule_id id;
     std::string_view name;         ///< the library's name (the policy class)
-    std::string_view pytorch_name; ///< PyTorch's schedule class without the `Schedule` prefix
+    std::string_view pytorch_name; ///< PyTorch's schedule class without the `Schedule` prefix,
+                                   ///< empty if PyTorch has none
     std::array<std::string_view, 3> aliases; ///< further accepted spellings (normalised)
     bool multi_chunk;              ///< accepts chunks > 1
 };
 
-inline constexpr std::array<schedule_info, 4> schedules{{
+inline constexpr std::array<schedule_info, 7> schedules{{
     {schedule_id::gpipe, "gpipe", "GPipe", {"allforwardallbackward", "afab", ""}, false},
     {schedule_id::one_f_one_b, "one_f_one_b", "1F1B", {"onefoneb", "pipedreamflush", ""}, false},
     {schedule_id::interleaved_1f1b, "interleaved_1f1b", "Interleaved1F1B",
      {"interleaved", "virtualpipeline", ""}, true},
     {schedule_id::looped_bfs, "looped_bfs", "LoopedBFS", {"bfs", "breadthfirst", ""}, true},
+    {schedule_id::zb_h1, "zb_h1", "", {"zerobubbleh1", "", ""}, false},
+    {schedule_id::zb_h2, "zb_h2", "", {"zerobubbleh2", "", ""}, false},
+    {schedule_id::interleaved_zero_bubble, "interleaved_zero_bubble", "InterleavedZeroBubble",
+     {"zb1p", "", ""}, true},
 }};
 
 [[nodiscard]] constexpr const schedule_info& info(schedule_id id) noexcept {
     return schedules[static_cast<std::size_t>(id)];
+}
+
+/// PyTorch's name, or the library's for a schedule PyTorch does not have.
+[[nodiscard]] constexpr std::string_view display_name(const schedule_info& s) noexcept {
+    return s.pytorch_name.empty() ? s.name : s.pytorch_name;
 }
 
 namespace detail {
@@ -65,7 +87,8 @@ namespace detail {
 [[nodiscard]] constexpr std::optional<schedule_id> find_schedule(std::string_view name) noexcept {
     if (name.empty()) return std::nullopt;
     for (const schedule_info& s : schedules) {
-        if (detail::equal_normalised(name, s.name) || detail::equal_normalised(name, s.pytorch_name)) {
+        if (detail::equal_normalised(name, s.name) ||
+            (!s.pytorch_name.empty() && detail::equal_normalised(name, s.pytorch_name))) {
             return s.id;
         }
         for (std::string_view alias : s.aliases) {
@@ -79,7 +102,7 @@ namespace detail {
 struct schedule_options {
     shape dims{};
     std::uint32_t group_size = 0; ///< interleaved_1f1b only; 0 = default
-    backward_kind backward = backward_kind::full;
+    backward_kind backward = backward_kind::full; ///< zero-bubble schedules: ignored, always split
 };
 
 /// Builds the policy `id` names and calls f(policy) with its concrete type, so that all the
@@ -92,6 +115,11 @@ constexpr decltype(auto) with_schedule(schedule_id id, const schedule_options& o
         case schedule_id::interleaved_1f1b:
             return std::forward<F>(f)(interleaved_1f1b<B>{o.dims, o.group_size});
         case schedule_id::looped_bfs: return std::forward<F>(f)(looped_bfs<B>{o.dims});
+        // Always split: these ignore o.backward.
+        case schedule_id::zb_h1: return std::forward<F>(f)(zb_h1{o.dims});
+        case schedule_id::zb_h2: return std::forward<F>(f)(zb_h2{o.dims});
+        case schedule_id::interleaved_zero_bubble:
+            return std::forward<F>(f)(interleaved_zero_bubble{o.dims});
         case schedule_id::gpipe: break;
         }
         return std::forward<F>(f)(gpipe<B>{o.dims});

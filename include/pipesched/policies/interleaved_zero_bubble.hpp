@@ -1,0 +1,155 @@
+// pipesched: PyTorch's interleaved zero-bubble schedule (ZB1P), v model chunks per rank, loop
+// placement.
+//
+// Follows PyTorch's `ScheduleInterleavedZeroBubble` (torch/distributed/pipelining/schedules.py,
+// `_calculate_single_rank_operations` and `_get_1f1b_rank_ops(..., enable_zero_bubble=True)`),
+// PyTorch's implementation of the ZB1P schedule of Qi et al., "Zero Bubble Pipeline
+// Parallelism" (ICLR 2024), extended to v chunks per rank. With v = 1 it is the paper's
+// handcrafted ZB-H1 (see zb_h1.hpp, which shares this code).
+//
+// Every backward is split into I (input gradient, on the critical path) and W (weight
+// gradient, deferrable): the schedule is defined by where the W's go, so there is no fused
+// variant and the policy is a plain class, not a template over backward_kind.
+//
+// Units. PyTorch plays rounds = max(1, m / p) rounds of g = m / rounds microbatches
+// (`microbatches_per_round`). Forward unit k is row k of the interleaved_1f1b table with group
+// size g (for each group: for chunk c in 0..v-1: for mb in group: (c, mb)); backward unit k is
+// the same row with c replaced by v-1-c. (PyTorch derives the chunk from the step as
+// (k / g) % v and the microbatch from a per-chunk counter, which is the same table because
+// every group is full.)
+//
+// Order on rank r, with n = v*m units:
+//   w = min((v-1)*g + (p-1-r), n)   warm-up forwards (`_get_warmup_ops`, multiply_factor 1)
+//   d = r                           W delay (`num_1f1b_microbatches = rank`)
+//   F_0 .. F_{w-1}
+//   for j in 0 .. n-w-1:  F_{w+j}, I_j, and W_{j-d} if j >= d
+//   for j in n-w .. n-1:  I_j, and W_{j-d} if j >= d
+//   the last min(d, n) W's, oldest first
+// Each W runs d steps after its I, and W's run in the order of their I's. PyTorch pads the
+// order with idle slots (leading `None`s and `_add_bubbles_to_actions`), which never reorders
+// actions, so with the idle slots removed this is PyTorch's compute order exactly. As phases
+// (detail/phase_program.hpp): F x w, FI x min(d, n-w), FIW x (the rest of the steady
+// steps), I x (cool-down steps still before the delay), IW x (the other cool-down steps),
+// W x min(d, n).
+//
+// Accepted shapes: what PyTorch accepts, m % max(1, m / p) == 0 ("Zero bubble requires the
+// number of microbatches to be a multiple of the number of rounds"), for any v >= 1.
+// Everything with m % p == 0 or m < p passes; e.g. p = 4 rejects m = 9, 11, 13, 14.
+//
+// Cost model (tests/test_zero_bubble.cpp, equal per-chunk costs T_F, T_I, T_W on every stage,
+// no p2p latency), for m >= p:
+//   makespan = v*m*(T_F+T_I+T_W) + (p-1)*(T_F+T_I - min(T_F, T_I, T_W))
+// which is the paper's ZB-H1 bubble (p-1)(T_F+T_B-T_W) exactly when T_W <= min(T_F, T_I).
+// Peak activations (a unit is freed by its W, not by its I), on every rank:
+//   min((v-1)*g + p, v*m)
+// i.e. p for v = 1, the same as 1F1B's first rank.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "../detail/phase_program.hpp"
+#include "../detail/phased.hpp"
+#include "../policy.hpp"
+#include "../shape.hpp"
+#include "interleaved_1f1b.hpp"
+
+namespace pipesched {
+
+namespace detail {
+
+/// The ZB1P order of one rank as phases: `warmup` forwards, then forward/input pairs, each W
+/// `delay` steps after its I, the last W's at the end.
+[[nodiscard]] constexpr phase_program zb1p_program(std::uint32_t units, std::uint32_t warmup,
+                                                   std::uint32_t delay) noexcept {
+    const std::uint32_t steady = units - warmup;
+    const std::uint32_t steady_without_w = std::min(delay, steady);
+    const std::uint32_t cooldown_without_w = std::min(delay > steady ? delay - steady : 0u, warmup);
+    phase_program prog{};
+    prog.then(warmup, "F")
+        .then(steady_without_w, "FI")
+        .then(steady - steady_without_w, "FIW")
+        .then(cooldown_without_w, "I")
+        .then(warmup - cooldown_without_w, "IW")
+        .then(std::min(delay, units), "W");
+    return prog;
+}
+
+/// Shared by interleaved_zero_bubble and zb_h1: Derived supplies `shape`.
+template <class Derived>
+class zb1p_schedule : public program_schedule<Derived> {
+public:
+    /// PyTorch's `number_of_rounds`: max(1, m / p).
+    [[nodiscard]] constexpr std::uint32_t rounds() const noexcept {
+        return std::max(1u, dims().microbatches / dims().ranks);
+    }
+    /// PyTorch's `microbatches_per_round`, the group size g of the unit table.
+    [[nodiscard]] constexpr std::uint32_t microbatches_per_round() const noexcept {
+        return dims().microbatches / rounds();
+    }
+    [[nodiscard]] constexpr std::uint32_t units() const noexcept {
+        return dims().microbatches * dims().chunks;
+    }
+    /// Warm-up forwards on `rank`: min((v-1)g + p-1-rank, v*m).
+    [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t rank) const noexcept {
+        const shape s = dims();
+        return std::min((s.chunks - 1) * microbatches_per_round() + (s.ranks - 1 - rank), units());
+    }
+    /// Steps between a unit's I and its W on `rank`: PyTorch's num_1f1b_microbatches.
+    [[nodiscard]] static constexpr std::uint32_t weight_delay(std::uint32_t rank) noexcept {
+        return rank;
+    }
+
+    [[nodiscard]] constexpr phase_program program(std::uint32_t rank) const noexcept {
+        return zb1p_program(units(), warmup(rank), weight_delay(rank));
+    }
+    [[nodiscard]] constexpr unit forward_unit(std::uint32_t k) const noexcept {
+        return table().forward_unit(k);
+    }
+    [[nodiscard]] constexpr unit backward_unit(std::uint32_t k) const noexcept {
+        return table().backward_unit(k);
+    }
+    [[nodiscard]] constexpr auto forward_walker() const noexcept {
+        return table().forward_walker();
+    }
+    [[nodiscard]] constexpr auto backward_walker() const noexcept {
+        return table().backward_walker();
+    }
+
+protected:
+    /// PyTorch's constraint, after the common ones.
+    [[nodiscard]] constexpr shape_check check_rounds() const noexcept {
+        if (const auto c = check_common(dims()); !c) return c;
+        if (dims().microbatches % rounds() != 0) {
+            return {false, "microbatches must be a multiple of max(1, microbatches / ranks), "
+                           "PyTorch's number of rounds"};
+        }
+        return shape_ok;
+    }
+
+private:
+    [[nodiscard]] constexpr shape dims() const noexcept {
+        return static_cast<const Derived&>(*this).shape;
+    }
+    /// The interleaved 1F1B unit table with g = microbatches_per_round (all groups full).
+    [[nodiscard]] constexpr interleaved_1f1b<> table() const noexcept {
+        return interleaved_1f1b<>{dims(), microbatches_per_round()};
+    }
+};
+
+} // namespace detail
+
+class interleaved_zero_bubble : public detail::zb1p_schedule<interleaved_zero_bubble> {
+public:
+    static constexpr std::string_view name = "interleaved_zero_bubble";
+    static constexpr placement layout = placement::loop;
+
+    pipesched::shape shape;
+
+    constexpr explicit interleaved_zero_bubble(pipesched::shape s) noexcept : shape{s} {}
+
+    [[nodiscard]] constexpr shape_check check() const noexcept { return check_rounds(); }
+};
+
+} // namespace pipesched
