@@ -16,7 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cmath>
 #include <exception>
+#include <initializer_list>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -26,9 +31,16 @@
 #include <utility>
 #include <vector>
 
+#include <pipesched/analysis/simulate.hpp>
+#include <pipesched/analysis/validate.hpp>
 #include <pipesched/catalog.hpp>
 #include <pipesched/event.hpp>
 #include <pipesched/io/action_text.hpp>
+#include <pipesched/io/chrome_trace.hpp>
+#include <pipesched/io/csv.hpp>
+#include <pipesched/io/simai.hpp>
+#include <pipesched/io/simai_compare.hpp>
+#include <pipesched/io/terminal_timeline.hpp>
 #include <pipesched/policy.hpp>
 #include <pipesched/shape.hpp>
 #include <pipesched/sink.hpp>
@@ -216,6 +228,7 @@ struct command_spec {
     std::string_view description; ///< a paragraph, for `pipesched help <command>`
     std::span<const flag_spec> flags;
     int (*run)(const parsed_args&); ///< nullptr for `help`, which dispatch() handles itself
+    std::string_view positional{}; ///< name of the one required positional argument ("FILE"), if any
 };
 
 /// The flags given to one subcommand, checked against its flag_spec list.
@@ -224,6 +237,10 @@ class parsed_args {
     parsed_args(const command_spec& cmd, std::span<const std::string_view> args) : command_{&cmd} {
         for (std::size_t i = 0; i < args.size(); ++i) {
             const std::string_view arg = args[i];
+            if (!cmd.positional.empty() && !positional_ && (arg == "-" || arg.empty() || arg[0] != '-')) {
+                positional_ = arg;
+                continue;
+            }
             if (arg.size() < 3 || arg.substr(0, 2) != "--") {
                 if (arg.size() > 1 && arg[0] == '-') {
                     fail("unknown flag " + quoted(arg) + " for '" + full_name() + "'" + see_help());
@@ -256,6 +273,9 @@ class parsed_args {
                      std::string{spec->value_name} + ")");
             }
             given_.emplace_back(spec, value);
+        }
+        if (!cmd.positional.empty() && !positional_) {
+            fail("missing " + std::string{cmd.positional} + " for '" + full_name() + "'" + see_help());
         }
         for (const flag_spec& spec : cmd.flags) {
             if (spec.required && !get(spec.name)) {
@@ -297,6 +317,9 @@ class parsed_args {
         return n;
     }
 
+    /// The positional argument (only for commands that take one; checked to be present).
+    [[nodiscard]] std::string_view positional() const { return positional_.value_or(""); }
+
     [[nodiscard]] std::string full_name() const {
         return std::string{program_name} + " " + std::string{command_->name};
     }
@@ -313,6 +336,7 @@ class parsed_args {
 
     const command_spec* command_;
     std::vector<std::pair<const flag_spec*, std::string_view>> given_;
+    std::optional<std::string_view> positional_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -470,17 +494,526 @@ int run_order(const parsed_args& args) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Shared by check, simulate, compare and simai
+// ---------------------------------------------------------------------------------------------
+
+/// The whole of a file, or of standard input for "-". Unreadable input is a usage error.
+std::string read_input(std::string_view path) {
+    if (path == "-") {
+        return std::string{std::istreambuf_iterator<char>{std::cin}, std::istreambuf_iterator<char>{}};
+    }
+    std::ifstream in{std::string{path}, std::ios::binary};
+    if (!in)
+        fail("cannot open " + quoted(path));
+    std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+    if (in.bad())
+        fail("cannot read " + quoted(path));
+    return text;
+}
+
+/// --cost F=1,B=2,I=1,W=1,p2p=0: the time of one microbatch through one rank's share of the
+/// model; a schedule with v chunks per rank is charged 1/v of it per chunk, so that schedules
+/// with different v compare fairly.
+struct cost_request {
+    pipesched::stage_costs per_rank{1.0, 2.0, 1.0, 1.0};
+    double p2p = 0.0;
+};
+
+cost_request read_costs(const parsed_args& args) {
+    cost_request c{};
+    const auto text = args.get("cost");
+    if (!text)
+        return c;
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        const std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos)
+            fail("--cost: expected KEY=VALUE, got " + quoted(item));
+        const std::string_view key = item.substr(0, eq);
+        const std::string_view value = item.substr(eq + 1);
+        double x = 0.0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+        if (ec != std::errc{} || end != value.data() + value.size() || !(x >= 0.0) || !std::isfinite(x))
+            fail("--cost: " + std::string{key} + " needs a finite number >= 0, got " + quoted(value));
+        if (key == "F") c.per_rank.forward = x;
+        else if (key == "B") c.per_rank.backward = x;
+        else if (key == "I") c.per_rank.backward_input = x;
+        else if (key == "W") c.per_rank.backward_weight = x;
+        else if (key == "p2p") c.p2p = x;
+        else fail("--cost: unknown key " + quoted(key) + " (expected F, B, I, W or p2p)");
+        if (comma != std::string_view::npos && rest.empty())
+            fail("--cost: trailing comma in " + quoted(*text));
+    }
+    return c;
+}
+
+pipesched::cost_model cost_model_for(const cost_request& c, std::uint32_t chunks) {
+    pipesched::cost_model m{};
+    const double share = 1.0 / static_cast<double>(chunks);
+    m.uniform = {c.per_rank.forward * share, c.per_rank.backward * share,
+                 c.per_rank.backward_input * share, c.per_rank.backward_weight * share};
+    m.p2p_latency = c.p2p;
+    return m;
+}
+
+std::string fixed(double x, int decimals = 3) {
+    char buffer[64];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, x, std::chars_format::fixed, decimals);
+    return std::string{buffer, r.ptr};
+}
+
+std::string format_choice(const parsed_args& args, std::initializer_list<std::string_view> allowed) {
+    const std::string_view f = args.get("format").value_or(*allowed.begin());
+    for (const std::string_view a : allowed) {
+        if (f == a)
+            return std::string{f};
+    }
+    std::string list;
+    for (const std::string_view a : allowed)
+        list += (list.empty() ? "" : ", ") + std::string{a};
+    fail("--format must be one of " + list + ", got " + quoted(f));
+}
+
+int finish_output(output_buffer& out) {
+    if (!out.finish()) {
+        std::fputs("pipesched: error writing the output\n", stderr);
+        return exit_output_failed;
+    }
+    return exit_ok;
+}
+
+// ---------------------------------------------------------------------------------------------
+// pipesched check FILE.csv
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::array<flag_spec, 1> check_flags{{
+    {"microbatches", "M", "microbatches the schedule must cover (default: one past the largest seen)", "",
+     false},
+}};
+
+int run_check(const parsed_args& args) {
+    const std::string_view path = args.positional();
+    const std::string text = read_input(path);
+    const pipesched::csv_result parsed = pipesched::read_csv(text);
+    if (!parsed)
+        fail(std::string{path} + ": " + pipesched::describe(parsed.error));
+    const pipesched::placement_guess guess = pipesched::infer_placement(parsed.table);
+    const auto compute = pipesched::compute_only(parsed.table);
+    const std::uint32_t m = args.count("microbatches").value_or(0);
+    const pipesched::verdict v = pipesched::validate(compute, m);
+    std::size_t actions = 0;
+    for (const auto& rank : compute)
+        actions += rank.size();
+    output_buffer out{stdout};
+    if (v) {
+        out.append("valid: " + number_text(guess.ranks) + " ranks, " + number_text(guess.stages) + " stages, " +
+                   number_text(m != 0 ? m : guess.microbatches) + " microbatches, " + number_text(actions) +
+                   " compute actions, placement " + std::string{pipesched::to_string(guess.layout)} + "\n");
+        return finish_output(out);
+    }
+    out.append("invalid: " + pipesched::describe(v) + "\n");
+    const int status = finish_output(out);
+    return status == exit_ok ? 1 : status;
+}
+
+// ---------------------------------------------------------------------------------------------
+// pipesched simulate
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::array<flag_spec, 9> simulate_flags{{
+    order_flags[0], order_flags[1], order_flags[2], order_flags[3], order_flags[4], order_flags[5],
+    {"cost", "F=1,B=2,...", "per-microbatch time of one rank's share of the model (F, B, I, W) and p2p latency",
+     "F=1,B=2,I=1,W=1,p2p=0", false},
+    {"fill-w", "", "a rank that would idle runs its next ready W instead", "", false},
+    {"format", "text|json|chrome", "timeline and summary, summary as JSON, or a Chrome/Perfetto trace", "text",
+     false},
+}};
+
+template <pipesched::schedule_policy P>
+void append_summary_json(std::string& s, const P& pol, const pipesched::simulation& sim) {
+    const pipesched::shape dims = pol.shape;
+    s += "{\"schedule\":";
+    pipesched::detail::append_json_string(s, P::name);
+    s += ",\"ranks\":" + number_text(dims.ranks) + ",\"microbatches\":" + number_text(dims.microbatches) +
+         ",\"chunks\":" + number_text(dims.chunks);
+    s += ",\"makespan\":";
+    pipesched::detail::append_json_number(s, sim.makespan);
+    s += ",\"bubble_fraction\":";
+    pipesched::detail::append_json_number(s, sim.bubble_fraction);
+    const auto list = [&](std::string_view name, auto field) {
+        s += ",\"";
+        s += name;
+        s += "\":[";
+        for (std::size_t r = 0; r < sim.ranks.size(); ++r) {
+            if (r != 0)
+                s += ',';
+            field(sim.ranks[r]);
+        }
+        s += ']';
+    };
+    list("peak_activations", [&](const pipesched::rank_summary& r) { s += number_text(r.peak_activations); });
+    list("busy", [&](const pipesched::rank_summary& r) { pipesched::detail::append_json_number(s, r.busy); });
+    list("idle", [&](const pipesched::rank_summary& r) { pipesched::detail::append_json_number(s, r.idle); });
+    s += "}";
+}
+
+int run_simulate(const parsed_args& args) {
+    const schedule_request req = read_schedule(args);
+    const cost_request costs = read_costs(args);
+    const std::string format = format_choice(args, {"text", "json", "chrome"});
+    return pipesched::with_schedule(req.id, req.options, [&](const auto& pol) -> int {
+        require_valid_shape(pol, req);
+        pipesched::cost_model model = cost_model_for(costs, pol.shape.chunks);
+        model.fill_with_weight = args.get("fill-w").has_value();
+        pipesched::chrome_trace_sink records;
+        const pipesched::simulation sim = pipesched::simulate(pol, model, records);
+        if (!sim)
+            throw std::logic_error{"a library schedule failed validation: " + pipesched::describe(sim.check)};
+        output_buffer out{stdout};
+        std::string s;
+        const std::string title = std::string{pipesched::display_name(pipesched::info(req.id))} + " p=" +
+                                  number_text(pol.shape.ranks) + " m=" + number_text(pol.shape.microbatches) +
+                                  " v=" + number_text(pol.shape.chunks);
+        if (format == "chrome") {
+            pipesched::trace_options options{};
+            options.process_name = title;
+            s = records.str(options);
+        } else if (format == "json") {
+            append_summary_json(s, pol, sim);
+            s += '\n';
+        } else {
+            s += title + "\n";
+            s += pipesched::render_terminal_timeline(records.records(), {});
+            s += "makespan " + fixed(sim.makespan) + ", bubble fraction " + fixed(sim.bubble_fraction) +
+                 ", peak activations per rank:";
+            for (const auto& r : sim.ranks)
+                s += " " + number_text(r.peak_activations);
+            s += "\n";
+        }
+        out.append(s);
+        return finish_output(out);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// pipesched compare
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::array<flag_spec, 4> compare_flags{{
+    order_flags[1], order_flags[2],
+    {"chunks", "V", "model chunks per rank for the multi-chunk schedules (single-chunk ones use 1)", "2", false},
+    simulate_flags[6],
+}};
+
+int run_compare(const parsed_args& args) {
+    const std::uint32_t p = args.count("ranks").value_or(1);
+    const std::uint32_t m = args.count("microbatches").value_or(1);
+    const std::uint32_t v = args.count("chunks").value_or(2);
+    const cost_request costs = read_costs(args);
+    std::vector<std::array<std::string, 7>> rows;
+    rows.push_back({"schedule", "chunks", "bubble", "makespan", "peak max", "peak rank 0", "note"});
+    for (const pipesched::schedule_info& info : pipesched::schedules) {
+        pipesched::schedule_options opt{};
+        opt.dims = {p, m, info.multi_chunk ? v : 1u};
+        pipesched::with_schedule(info.id, opt, [&](const auto& pol) {
+            std::array<std::string, 7> row{std::string{pipesched::display_name(info)}, number_text(opt.dims.chunks),
+                                           "-", "-", "-", "-", ""};
+            if (const pipesched::shape_check c = pol.check(); !c) {
+                row[6] = "rejects this shape: " + std::string{c.message};
+                rows.push_back(std::move(row));
+                return;
+            }
+            const pipesched::simulation sim = pipesched::simulate(pol, cost_model_for(costs, opt.dims.chunks));
+            const double per = static_cast<double>(opt.dims.chunks);
+            row[2] = fixed(sim.bubble_fraction);
+            row[3] = fixed(sim.makespan);
+            // In microbatches of one rank's activations: v chunk activations make one.
+            row[4] = fixed(sim.max_peak_activations() / per, 2);
+            row[5] = fixed(sim.ranks[0].peak_activations / per, 2);
+            rows.push_back(std::move(row));
+        });
+    }
+    std::array<std::size_t, 7> width{};
+    for (const auto& row : rows)
+        for (std::size_t i = 0; i < row.size(); ++i)
+            width[i] = std::max(width[i], row[i].size());
+    std::string s = "p=" + number_text(p) + " m=" + number_text(m) + " v=" + number_text(v) +
+                    "; costs per microbatch of one rank's layers (F, B, I, W), split evenly over its chunks;\n"
+                    "peaks in microbatches of one rank's activations\n";
+    for (const auto& row : rows) {
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            if (i + 1 == row.size()) {
+                s += row[i];
+            } else {
+                append_padded(s, row[i], width[i] + 2);
+            }
+        }
+        while (!s.empty() && s.back() == ' ')
+            s.pop_back();
+        s += '\n';
+    }
+    output_buffer out{stdout};
+    out.append(s);
+    return finish_output(out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// pipesched simai FILE
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::array<flag_spec, 2> simai_flags{{
+    {"schedule", "NAME", "the order to compare SimAI's with", "1F1B", false},
+    {"format", "text|json", "a report, or the facts of both orders as JSON", "text", false},
+}};
+
+std::string ms(double ns) { return fixed(ns / 1e6) + " ms"; }
+
+/// "7-11, 20" for ascending runs and "16-12" for descending ones (SimAI's backward sweep).
+std::string rows_text(const std::vector<std::size_t>& rows) {
+    std::string s;
+    std::size_t i = 0;
+    while (i < rows.size()) {
+        std::size_t j = i;
+        while (j + 1 < rows.size() && rows[j + 1] == rows[j] + 1)
+            ++j;
+        if (j == i) {
+            while (j + 1 < rows.size() && rows[j] > 0 && rows[j + 1] == rows[j] - 1)
+                ++j;
+        }
+        if (!s.empty())
+            s += ", ";
+        s += number_text(rows[i]);
+        if (j > i)
+            s += "-" + number_text(rows[j]);
+        i = j + 1;
+        if (s.size() > 60 && i < rows.size()) {
+            s += ", ...";
+            break;
+        }
+    }
+    return s;
+}
+
+std::string simai_report_text(std::string_view source, const pipesched::simai::workload& w,
+                              const pipesched::simai::comparison& c) {
+    using pipesched::simai::meaning;
+    const auto& st = c.layout;
+    std::string s;
+    s += "SimAI workload " + std::string{source} + ": " + w.header.policy + ", tp " +
+         number_text(w.header.tp.value_or(1)) + ", pp " + number_text(c.pp) + ", ga " + number_text(c.ga) + ", " +
+         number_text(w.rows.size()) + " rows\n";
+    if (st.ga_unrolled()) {
+        s += "Rows: iteration-level 0-" + number_text(st.prefix_end == 0 ? 0 : st.prefix_end - 1) + ", " +
+             number_text(st.blocks.size()) + " microbatch blocks of " + number_text(st.period) + " rows (" +
+             number_text(st.body_begin) + "-" + number_text(st.body_end - 1) + "), loss " +
+             number_text(st.loss_begin) + "-" + number_text(st.loss_end - 1) + ", optimizer " +
+             number_text(st.optimizer_begin) + "-" + number_text(st.optimizer_end - 1) + "\n";
+    } else {
+        s += "Rows: the microbatch rows do not split into ga identical blocks (" +
+             number_text(st.errors_total) + " rows do not fit)\n";
+    }
+    for (const auto& f : st.warnings)
+        s += "  note: " + f.message + "\n";
+
+    s += "\nSimAI's order (one pass: forward over the rows, then backward in reverse):\n";
+    // Consecutive steps with the same meaning, as one line (placeholders do not split a line).
+    std::vector<const pipesched::simai::labelled_step*> steps;
+    for (const auto& l : c.simai_steps) {
+        if (l.role != meaning::placeholder)
+            steps.push_back(&l);
+    }
+    std::size_t i = 0;
+    std::size_t n = 1;
+    while (i < steps.size()) {
+        const auto& first = *steps[i];
+        std::size_t j = i;
+        std::vector<std::size_t> rows;
+        double end = first.end_ns;
+        while (j < steps.size() && steps[j]->role == first.role && steps[j]->microbatch == first.microbatch) {
+            if (rows.empty() || rows.back() != steps[j]->what.row)
+                rows.push_back(steps[j]->what.row);
+            end = std::max(end, steps[j]->end_ns);
+            ++j;
+        }
+        {
+            std::string name = first.role == meaning::forward    ? "forward mb " + number_text(first.microbatch)
+                               : first.role == meaning::backward ? "backward mb " + number_text(first.microbatch)
+                                                                 : std::string{pipesched::simai::to_string(first.role)};
+            std::string line = "  " + number_text(n++) + ". ";
+            line += name;
+            while (line.size() < 24)
+                line += ' ';
+            line += "rows " + rows_text(rows);
+            while (line.size() < 60)
+                line += ' ';
+            line += ms(first.start_ns) + " .. " + ms(end) + "\n";
+            s += line;
+        }
+        i = j;
+    }
+
+    s += "\nProblems with that order:\n";
+    if (c.problems.empty())
+        s += "  none\n";
+    for (std::size_t k = 0; k < c.problems.size(); ++k)
+        s += "  " + number_text(k + 1) + ". " + c.problems[k].what + " (rows " + rows_text(c.problems[k].rows) + ")\n";
+    s += "  pipesched's iteration rules: " + pipesched::describe(c.simai.check) + "\n";
+
+    const auto join = [](const std::vector<std::string>& events) {
+        std::string t;
+        for (std::size_t k = 0; k < events.size(); ++k) {
+            if (k == 40) {
+                t += " ... (" + number_text(events.size()) + " events)";
+                break;
+            }
+            t += (k == 0 ? "" : " ") + events[k];
+        }
+        return t;
+    };
+    s += "\nSimAI order:     " + join(c.simai.events) + "\n";
+    s += "Corrected order: " + join(c.corrected.events) + "  (" + c.corrected.name +
+         (c.pp == 1 ? ", one rank: Megatron's gradient accumulation" : ", rank 0 of " + number_text(c.pp)) + ")\n";
+    if (c.pp > 1)
+        s += "Note: pp = " + number_text(c.pp) + ": the file describes one stage; SimAI's pass is replayed for it "
+             "alone, the corrected order runs " + c.corrected.name + " over " + number_text(c.pp) + " ranks.\n";
+
+    std::vector<std::array<std::string, 3>> table{
+        {"", "SimAI", c.corrected.name},
+        {"peak microbatches in flight", number_text(c.simai.peak_microbatches_in_flight),
+         number_text(c.corrected.peak_microbatches_in_flight)},
+        {"optimizer before backward", c.simai.optimizer_before_backward ? "yes" : "no",
+         c.corrected.optimizer_before_backward ? "yes" : "no"},
+        {"optimizer after all grad sync", c.simai.optimizer_after_all_grad_sync ? "yes" : "no",
+         c.corrected.optimizer_after_all_grad_sync ? "yes" : "no"},
+        {"makespan", ms(c.simai.makespan_ns), ms(c.corrected.makespan_ns)},
+        {"compute", ms(c.simai.compute_ns), ms(c.corrected.compute_ns)},
+        {"exposed gradient sync", ms(c.simai.exposed_grad_sync_ns), ms(c.corrected.exposed_grad_sync_ns)},
+        {"iteration rules", c.simai.check ? "valid" : std::string{pipesched::to_string(c.simai.check.code)},
+         c.corrected.check ? "valid" : std::string{pipesched::to_string(c.corrected.check.code)}},
+    };
+    s += "\n";
+    for (const auto& row : table) {
+        append_padded(s, row[0], 32);
+        append_padded(s, row[1], 16);
+        s += row[2] + "\n";
+    }
+    s += "\nNetwork model: collective time = 5 us + bytes / bandwidth (x2 for all-reduce); tensor parallel "
+         "200 GB/s,\ndata and expert parallel 25 GB/s.\n";
+    return s;
+}
+
+void append_order_json(std::string& s, const pipesched::simai::order_report& o) {
+    using pipesched::detail::append_json_number;
+    using pipesched::detail::append_json_string;
+    s += "{\"name\":";
+    append_json_string(s, o.name);
+    s += ",\"events\":[";
+    for (std::size_t k = 0; k < o.events.size(); ++k) {
+        if (k != 0)
+            s += ',';
+        append_json_string(s, o.events[k]);
+    }
+    s += "],\"peak_microbatches_in_flight\":" + number_text(o.peak_microbatches_in_flight);
+    s += std::string{",\"optimizer_before_backward\":"} + (o.optimizer_before_backward ? "true" : "false");
+    s += std::string{",\"optimizer_after_all_grad_sync\":"} + (o.optimizer_after_all_grad_sync ? "true" : "false");
+    s += ",\"makespan_ns\":";
+    append_json_number(s, o.makespan_ns);
+    s += ",\"compute_ns\":";
+    append_json_number(s, o.compute_ns);
+    s += ",\"exposed_grad_sync_ns\":";
+    append_json_number(s, o.exposed_grad_sync_ns);
+    s += ",\"verdict\":";
+    append_json_string(s, pipesched::describe(o.check));
+    s += "}";
+}
+
+/// The `simai` report (text or JSON) of a workload file's contents.
+std::string simai_report(std::string_view source, std::string_view text, pipesched::schedule_id policy,
+                         std::string_view format) {
+    const pipesched::simai::parse_result parsed = pipesched::simai::parse_workload(text);
+    if (!parsed) {
+        const auto& e = *parsed.error;
+        fail(std::string{source} + ": " + e.to_string());
+    }
+    const pipesched::simai::comparison c = pipesched::simai::compare(parsed.value, policy);
+    std::string s;
+    if (format == "json") {
+        s += "{\"orders\":[";
+        append_order_json(s, c.simai);
+        s += ',';
+        append_order_json(s, c.corrected);
+        s += "],\"problems\":[";
+        for (std::size_t k = 0; k < c.problems.size(); ++k) {
+            if (k != 0)
+                s += ',';
+            s += "{\"what\":";
+            pipesched::detail::append_json_string(s, c.problems[k].what);
+            s += ",\"rows\":[";
+            for (std::size_t r = 0; r < c.problems[k].rows.size(); ++r)
+                s += (r == 0 ? "" : ",") + number_text(c.problems[k].rows[r]);
+            s += "]}";
+        }
+        s += "]}\n";
+    } else {
+        s = simai_report_text(source, parsed.value, c);
+    }
+    return s;
+}
+
+int run_simai(const parsed_args& args) {
+    pipesched::schedule_id policy = pipesched::schedule_id::one_f_one_b;
+    if (const auto name = args.get("schedule")) {
+        const auto id = pipesched::find_schedule(*name);
+        if (!id)
+            fail("--schedule: unknown schedule " + quoted(*name) + ", expected one of " + schedule_names());
+        policy = *id;
+    }
+    const std::string format = format_choice(args, {"text", "json"});
+    const std::string_view path = args.positional();
+    output_buffer out{stdout};
+    out.append(simai_report(path, read_input(path), policy, format));
+    return finish_output(out);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The command table
 // ---------------------------------------------------------------------------------------------
 
 constexpr std::array<flag_spec, 0> no_flags{};
 
-constexpr std::array<command_spec, 2> commands{{
+constexpr std::array<command_spec, 6> commands{{
     {"order", "print every rank's compute actions in execution order (PyTorch CSV)",
      "Prints P lines; line r lists rank r's compute actions in execution order, comma-separated,\n"
      "as <stage><F|B|I|W><microbatch>, stages numbered globally (chunk * P + rank for the\n"
      "schedules below). This is the CSV that torch.distributed.pipelining's _load_csv reads.",
      order_flags, run_order},
+    {"check", "validate a schedule read from PyTorch CSV (FILE, or - for standard input)",
+     "Reads FILE as torch.distributed.pipelining's schedule CSV (one line per rank, compute and\n"
+     "communication actions, empty cells idle) and validates its compute actions: each (stage,\n"
+     "microbatch) has one F and one B (or I and W), in order, each stage on one rank, and no\n"
+     "deadlock when a rank blocks at its next action until its input exists. Prints 'valid: ...'\n"
+     "(exit 0) or 'invalid: <reason>' naming the rank, position and action (exit 1); an unreadable\n"
+     "or malformed file is exit 2 with its line and column.",
+     check_flags, run_check, "FILE"},
+    {"simulate", "replay a schedule on a cost model: timeline, summary JSON or Chrome trace",
+     "Replays the schedule with the given costs. text: a timeline (one row per rank, '.' idle) and\n"
+     "the summary; json: {makespan, bubble_fraction, peak_activations, busy, idle} per rank;\n"
+     "chrome: trace-event JSON for ui.perfetto.dev or chrome://tracing.",
+     simulate_flags, run_simulate},
+    {"compare", "bubble, makespan and peak activations of every schedule for one shape",
+     "Simulates every schedule that accepts the shape (single-chunk schedules with one chunk) and\n"
+     "prints one row each: bubble fraction, makespan, and peak activations in microbatches of one\n"
+     "rank's activations (the maximum over ranks and on rank 0).",
+     compare_flags, run_compare},
+    {"simai", "SimAI's execution order of an AICB workload file against a training framework's",
+     "Parses a SimAI/AICB workload file, traces the order in which SimAI runs its rows, names each\n"
+     "ordering problem with its rows, and compares it with the corrected order (1F1B by default;\n"
+     "with pp = 1 that is Megatron's F0 B0 F1 B1 ...): activations in flight, where the optimizer\n"
+     "and gradient sync land, makespan and exposed gradient sync under a simple network model.",
+     simai_flags, run_simai, "FILE"},
     {"help", "print this help, or one command's usage: pipesched help [COMMAND]",
      "Prints the help of pipesched, or the usage of COMMAND.", no_flags, nullptr},
 }};
@@ -507,6 +1040,8 @@ std::vector<std::string> usage_tokens(const command_spec& cmd) {
     std::vector<std::string> tokens;
     if (cmd.name == "help")
         tokens.emplace_back("[COMMAND]");
+    if (!cmd.positional.empty())
+        tokens.emplace_back(cmd.positional);
     for (const flag_spec& f : cmd.flags) {
         std::string t = f.required ? "--" : "[--";
         t += f.name;
@@ -731,8 +1266,16 @@ int run_demo() {
         number_text(more) + ": " + number_text(gpipe_more) + " for GPipe, " +
         number_text(ofob_more) + " for 1F1B).";
     append_words(s, split_words(paragraph), 0, 0, demo_width);
+    s += "\nThe user's own workload, as SimAI runs it and as a training framework runs it:\n\n";
+    static constexpr std::string_view seed_workload =
+#include "seed_workload.inc"
+        ;
+    s += simai_report("examples/workloads/simai_seed_tp2_ga2.txt (built in)", seed_workload,
+                      pipesched::schedule_id::one_f_one_b, "text");
     s += '\n';
-    s += "Next: pipesched order --schedule 1F1B --ranks 4 --microbatches 8\n"
+    s += "Next: pipesched simai examples/workloads/simai_seed_tp2_ga2.txt --format json\n"
+         "      pipesched order --schedule 1F1B --ranks 4 --microbatches 8\n"
+         "      pipesched compare --ranks 4 --microbatches 8\n"
          "      pipesched --help\n";
     return print_status(s);
 }
