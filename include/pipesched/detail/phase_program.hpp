@@ -75,6 +75,14 @@ private:
     std::uint8_t count_ = 0;
 };
 
+/// Units of a single-chunk schedule in microbatch order, for policies on program_schedule.
+struct single_chunk_units {
+    [[nodiscard]] static constexpr unit forward_unit(std::uint32_t k) noexcept { return {0, k}; }
+    [[nodiscard]] static constexpr unit backward_unit(std::uint32_t k) noexcept { return {0, k}; }
+    [[nodiscard]] static constexpr sequential_walker forward_walker() noexcept { return {}; }
+    [[nodiscard]] static constexpr sequential_walker backward_walker() noexcept { return {}; }
+};
+
 /// CRTP base. Derived provides:
 ///   program(rank)        the rank's phase_program
 ///   forward_unit(k)      closed form of the k-th forward unit
@@ -118,23 +126,29 @@ public:
         return event{};
     }
 
-    /// Calls f(event) for every event of the rank; one loop per phase.
+    /// Calls f(event) for every event of the rank; one loop per phase, with the pattern's
+    /// letters fixed at compile time for the patterns the zero-bubble policies use.
     template <class F>
     constexpr void generate(std::uint32_t rank, F& f) const {
         const phase_program prog = self().program(rank);
-        auto fw = self().forward_walker();
-        auto iw = self().backward_walker();
-        auto ww = self().backward_walker();
+        walkers w{self().forward_walker(), self().backward_walker(), self().backward_walker()};
         for (std::size_t k = 0; k < prog.phase_count(); ++k) {
             const program_phase& ph = prog.phase(k);
-            for (std::uint32_t r = 0; r < ph.repeats; ++r) {
-                for (std::size_t j = 0; j < ph.length; ++j) {
-                    switch (ph.letters[j]) {
-                    case 0: f(make_event(op::forward, rank, fw.next())); break;
-                    case 1: f(make_event(op::backward_input, rank, iw.next())); break;
-                    default: f(make_event(op::backward_weight, rank, ww.next())); break;
-                    }
+            const std::uint32_t n = ph.repeats;
+            switch (pattern_code(ph)) {
+            case pattern_code("F"): repeat<0>(n, rank, w, f); break;
+            case pattern_code("I"): repeat<1>(n, rank, w, f); break;
+            case pattern_code("W"): repeat<2>(n, rank, w, f); break;
+            case pattern_code("FI"): repeat<0, 1>(n, rank, w, f); break;
+            case pattern_code("IF"): repeat<1, 0>(n, rank, w, f); break;
+            case pattern_code("IW"): repeat<1, 2>(n, rank, w, f); break;
+            case pattern_code("FIW"): repeat<0, 1, 2>(n, rank, w, f); break;
+            case pattern_code("IWF"): repeat<1, 2, 0>(n, rank, w, f); break;
+            default:
+                for (std::uint32_t r = 0; r < n; ++r) {
+                    for (std::size_t j = 0; j < ph.length; ++j) emit_letter(ph.letters[j], rank, w, f);
                 }
+                break;
             }
         }
     }
@@ -197,6 +211,41 @@ public:
 private:
     [[nodiscard]] constexpr const Derived& self() const noexcept {
         return static_cast<const Derived&>(*this);
+    }
+
+    struct walkers {
+        decltype(std::declval<const Derived&>().forward_walker()) f;
+        decltype(std::declval<const Derived&>().backward_walker()) i;
+        decltype(std::declval<const Derived&>().backward_walker()) w;
+    };
+    /// 1 + letter per position, base 4: distinct for every pattern of one to three letters.
+    [[nodiscard]] static constexpr unsigned pattern_code(std::string_view pattern) noexcept {
+        unsigned code = 0;
+        for (char c : pattern) code = code * 4 + (c == 'F' ? 1u : c == 'I' ? 2u : 3u);
+        return code;
+    }
+    [[nodiscard]] static constexpr unsigned pattern_code(const program_phase& ph) noexcept {
+        unsigned code = 0;
+        for (std::size_t j = 0; j < ph.length; ++j) code = code * 4 + ph.letters[j] + 1u;
+        return code;
+    }
+    template <class F>
+    static constexpr void emit_letter(std::uint8_t letter, std::uint32_t rank, walkers& w, F& f) {
+        switch (letter) {
+        case 0: f(make_event(op::forward, rank, w.f.next())); break;
+        case 1: f(make_event(op::backward_input, rank, w.i.next())); break;
+        default: f(make_event(op::backward_weight, rank, w.w.next())); break;
+        }
+    }
+    template <std::uint8_t Letter, class F>
+    static constexpr void emit_one(std::uint32_t rank, walkers& w, F& f) {
+        if constexpr (Letter == 0) f(make_event(op::forward, rank, w.f.next()));
+        else if constexpr (Letter == 1) f(make_event(op::backward_input, rank, w.i.next()));
+        else f(make_event(op::backward_weight, rank, w.w.next()));
+    }
+    template <std::uint8_t... Letters, class F>
+    static constexpr void repeat(std::uint32_t n, std::uint32_t rank, walkers& w, F& f) {
+        for (std::uint32_t r = 0; r < n; ++r) (emit_one<Letters>(rank, w, f), ...);
     }
 };
 

@@ -38,8 +38,14 @@
 
 namespace pipesched {
 
-class zb_h1 : public detail::zb1p_schedule<zb_h1> {
+class zb_h1 : public detail::zb1p_schedule<zb_h1>, public detail::single_chunk_units {
 public:
+    // v = 1: the unit table is microbatch order; the plain walkers stream faster.
+    using detail::single_chunk_units::backward_unit;
+    using detail::single_chunk_units::backward_walker;
+    using detail::single_chunk_units::forward_unit;
+    using detail::single_chunk_units::forward_walker;
+
     static constexpr std::string_view name = "zb_h1";
     static constexpr placement layout = placement::loop;
 

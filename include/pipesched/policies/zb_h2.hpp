@@ -50,7 +50,7 @@
 
 namespace pipesched {
 
-class zb_h2 : public detail::program_schedule<zb_h2> {
+class zb_h2 : public detail::program_schedule<zb_h2>, public detail::single_chunk_units {
 public:
     static constexpr std::string_view name = "zb_h2";
     static constexpr placement layout = placement::loop;
@@ -80,19 +80,6 @@ public:
         detail::phase_program prog{};
         prog.then(w, "F").then(a, "IF").then(b, "IWF").then(w, "IW").then(a, "W");
         return prog;
-    }
-
-    [[nodiscard]] static constexpr detail::unit forward_unit(std::uint32_t k) noexcept {
-        return {0, k};
-    }
-    [[nodiscard]] static constexpr detail::unit backward_unit(std::uint32_t k) noexcept {
-        return {0, k};
-    }
-    [[nodiscard]] static constexpr detail::sequential_walker forward_walker() noexcept {
-        return {};
-    }
-    [[nodiscard]] static constexpr detail::sequential_walker backward_walker() noexcept {
-        return {};
     }
 };
 
