@@ -392,8 +392,11 @@ inline void summarise(order_report& r, const std::vector<std::pair<meaning, std:
         const iteration_simulation sim = simulate(it, costs);
         c.corrected.check = sim.check;
         c.corrected.makespan_ns = sim.makespan;
-        c.corrected.exposed_grad_sync_ns = sim.exposed(comm_kind::grad_sync);
-        c.corrected.compute_ns = sim.ranks.empty() ? 0.0 : sim.ranks[0].compute_busy;
+        // Rank 0's view, like SimAI's one-stage pass (ranks are symmetric in an AICB file).
+        if (!sim.ranks.empty()) {
+            c.corrected.exposed_grad_sync_ns = sim.ranks[0].exposed[static_cast<std::size_t>(comm_kind::grad_sync)];
+            c.corrected.compute_ns = sim.ranks[0].compute_busy;
+        }
         std::vector<std::pair<meaning, std::uint32_t>> corrected;
         for (const event e : events(it, 0)) {
             switch (e.kind) {
