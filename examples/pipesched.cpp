@@ -815,8 +815,12 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
         s += "Rows: the microbatch rows do not split into ga identical blocks (" +
              number_text(st.errors_total) + " rows do not fit)\n";
     }
-    for (const auto& f : st.warnings)
-        s += "  note: " + f.message + "\n";
+    // The same AICB quirk repeats in every block: show a few and count the rest.
+    constexpr std::size_t notes_shown = 2;
+    for (std::size_t k = 0; k < st.warnings.size() && k < notes_shown; ++k)
+        s += "  note: " + st.warnings[k].message + "\n";
+    if (st.warnings_total > notes_shown)
+        s += "  note: ... and " + number_text(st.warnings_total - notes_shown) + " more cost differences between blocks\n";
 
     s += "\nSimAI's order (one pass: forward over the rows, then backward in reverse):\n";
     // Consecutive steps with the same meaning, as one line (placeholders do not split a line).

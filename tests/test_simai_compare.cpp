@@ -28,9 +28,13 @@ bool near(double a, double b, double relative) { return std::abs(a - b) <= relat
 TEST_CASE("simai compare: the user's workload, as in the question") {
     const simai::workload w = load("seed_tp2_ga2.txt");
     const simai::comparison c = simai::compare(w);
-    // SimAI: F0 F1, loss, optimizer, B1 B0, then the gradient collectives (the user's reading).
-    const std::vector<std::string> simai_events{"F0", "F1", "loss", "optimizer", "B1", "B0", "grad_norm",
-                                                "grad_sync", "optimizer", "grad_sync", "param_gather"};
+    // SimAI: F0 F1, loss, optimizer, B1 B0, then the gradient collectives (the user's reading):
+    // the backward sweep meets rows 6 (expert reduce-scatter), 5 (expert all-gather), 4 and 3
+    // (embedding and layernorm all-reduce), 2 (the parameter update compute), 1 (the dense
+    // reduce-scatter) and 0 (the parameter all-gather) in that order.
+    const std::vector<std::string> simai_events{"F0", "F1", "loss", "optimizer", "B1", "B0", "grad_sync",
+                                                "param_gather", "grad_sync", "optimizer", "grad_sync",
+                                                "param_gather"};
     CHECK(c.simai.events == simai_events);
     CHECK(c.simai.peak_microbatches_in_flight == 2);
     CHECK(c.simai.optimizer_before_backward);
@@ -50,7 +54,7 @@ TEST_CASE("simai compare: the user's workload, as in the question") {
     // Same work, so on one rank the same time: SimAI's order costs memory, not time.
     CHECK(near(c.simai.compute_ns, c.corrected.compute_ns, 1e-6));
     CHECK(near(c.simai.makespan_ns, c.corrected.makespan_ns, 1e-3));
-    CHECK(near(c.simai.exposed_grad_sync_ns, c.corrected.exposed_grad_sync_ns, 1e-6));
+    CHECK(near(c.simai.exposed_grad_sync_ns, c.corrected.exposed_grad_sync_ns, 1e-3)); // SimAI overlaps a 5-us zero-byte reduce-scatter
 
     // Per-microbatch costs from the blocks: rows 7-11 forward = 799000 + 1820000 + 2478000 +
     // 1820000 + 2478000 ns of compute plus five blocking TP all-reduces of 8388608 bytes

@@ -9,11 +9,15 @@
 //                                                      weight-grad collectives -> grad_sync
 //   cross_entropy* rows                             -> loss
 //   optimizer* rows                                 -> optimizer_step
-//   iteration-level rows: data-parallel all-gather  -> param_gather
-//                         moe_grad_norm* rows       -> grad_norm
+//   iteration-level rows: all-gathers               -> param_gather (distributed optimizer)
 //                         other collectives         -> grad_sync (reduce-scatter / all-reduce of
-//                                                      gradients, layernorm and embedding grads)
+//                                                      gradients: dense, expert (AICB's
+//                                                      moe_grad_norm* rows carry the expert
+//                                                      reduce-scatter and all-gather, whatever
+//                                                      their name), layernorm and embedding)
 //                         computes                  -> optimizer_step (AICB's grad_param_compute)
+// AICB writes no row for the gradient-norm all-reduce itself; the corrected order keeps
+// Megatron's grad_norm step at zero cost.
 // AICB's 1-ns placeholder computes are kept in the timing but have no meaning of their own.
 //
 // Both orders are replayed on one pipeline rank with the same network model (collective time =
@@ -132,7 +136,7 @@ struct comparison {
 
 namespace detail {
 
-[[nodiscard]] inline meaning meaning_of(const workload& w, const structure& st, const step& s,
+[[nodiscard]] inline meaning meaning_of(const structure& st, const step& s,
                                         std::uint32_t& microbatch) {
     const row_role role = st.roles[s.row];
     const bool collective_step = s.what == step_kind::collective;
@@ -152,11 +156,7 @@ namespace detail {
         return meaning::backward;
     case row_role::iteration:
         if (!collective_step) return meaning::optimizer;
-        if (w.rows[s.row].name.starts_with("moe_grad_norm")) return meaning::grad_norm;
-        if (s.kind == collective::allgather && (s.group == comm_group::dp || s.ph == phase::forward)) {
-            return meaning::param_gather;
-        }
-        return meaning::grad_sync;
+        return s.kind == collective::allgather ? meaning::param_gather : meaning::grad_sync;
     case row_role::unknown: break;
     }
     return meaning::placeholder;
@@ -237,7 +237,7 @@ inline void summarise(order_report& r, const std::vector<std::pair<meaning, std:
         [&](const step& s) {
             labelled_step l{};
             l.what = s;
-            l.role = detail::meaning_of(w, st, s, l.microbatch);
+            l.role = detail::meaning_of(st, s, l.microbatch);
             if (s.what == step_kind::compute) {
                 l.duration_ns = static_cast<double>(s.duration_ns);
                 l.start_ns = now;
