@@ -358,9 +358,16 @@ inline void summarise(order_report& r, const std::vector<std::pair<meaning, std:
                               rows_of(meaning::forward)});
     }
     if (c.simai.optimizer_before_backward) {
+        std::vector<std::size_t> rows; // the optimizer rows SimAI reaches in its forward sweep
+        for (const labelled_step& l : c.simai_steps) {
+            if (l.role == meaning::optimizer && l.what.ph == phase::forward &&
+                (rows.empty() || rows.back() != l.what.row)) {
+                rows.push_back(l.what.row);
+            }
+        }
         c.problems.push_back({"optimizer rows run in the forward sweep, before the backward pass and "
                               "before the gradient synchronisation they depend on",
-                              rows_of(meaning::optimizer)});
+                              rows});
     }
     if (!rows_of(meaning::loss).empty() && c.ga > 1) {
         c.problems.push_back({"the loss rows run once, after the last microbatch's forward, not after each "
