@@ -29,7 +29,10 @@
 #include <pipesched/policies/gpipe.hpp>
 #include <pipesched/policies/interleaved_1f1b.hpp>
 #include <pipesched/policies/looped_bfs.hpp>
+#include <pipesched/policies/interleaved_zero_bubble.hpp>
 #include <pipesched/policies/one_f_one_b.hpp>
+#include <pipesched/policies/zb_h1.hpp>
+#include <pipesched/policies/zb_h2.hpp>
 #include <pipesched/policy.hpp>
 #include <pipesched/shape.hpp>
 #include <pipesched/sink.hpp>
@@ -243,6 +246,12 @@ constexpr pipesched::shape small_multi{8, 32, 2};
     for (const pipesched::shape s : {big_multi, small_multi}) {
         add_streaming("interleaved_1f1b", pipesched::interleaved_1f1b<>{s});
         add_streaming("looped_bfs", pipesched::looped_bfs<>{s});
+        add_streaming("interleaved_zero_bubble", pipesched::interleaved_zero_bubble{s});
+    }
+    // The zero-bubble family always splits the backward (F, I and W per unit).
+    for (const pipesched::shape s : {big_single, small_single}) {
+        add_streaming("zb_h1", pipesched::zb_h1{s});
+        add_streaming("zb_h2", pipesched::zb_h2{s});
     }
     using interleaved = pipesched::interleaved_1f1b<>;
     add("BM_validate", "interleaved_1f1b", interleaved{{32, 256, 2}}, &bm_validate<interleaved>);
