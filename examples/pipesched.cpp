@@ -458,19 +458,21 @@ constexpr std::array<flag_spec, 6> order_flags{{
     {"backward", "full|split", "backward as one action B, or split into I then W", "full", false},
 }};
 
-/// Appends one rank's actions to the output as `a,b,c`.
+/// Appends one rank's actions to the output as `a,b,c`; an overlapped pair is one cell
+/// `(a;b)OVERLAP_F_B`.
 template <pipesched::schedule_policy P> struct csv_line_sink {
     const P* pol;
     output_buffer* out;
     bool first = true;
+    pipesched::cell_folder cells{};
 
     void push(const pipesched::event& e) {
-        if (!pipesched::is_compute(e.kind))
+        if (!cells.push(pipesched::to_action(*pol, e)))
             return;
         if (!first)
             out->put(',');
         first = false;
-        out->append(pipesched::format_action(pipesched::to_action(*pol, e)).view());
+        out->append(cells.text());
     }
 };
 

@@ -28,7 +28,7 @@ TEST_CASE("catalog: names, aliases and dispatch") {
         CHECK(&ps::info(s.id) == &s);
     }
     CHECK(ps::find_schedule("Looped_BFS") == ps::schedule_id::looped_bfs);
-    CHECK_FALSE(ps::find_schedule("ZBV"));
+    CHECK_FALSE(ps::find_schedule("ZBVV"));
     CHECK_FALSE(ps::find_schedule("gpipe2"));
 
     const ps::schedule_options opts{{4, 8, 2}, 4, ps::backward_kind::split};

@@ -14,17 +14,19 @@ namespace pipesched_test {
 
 namespace ps = pipesched;
 
-/// True when rank `rank` of `pol` runs exactly the comma-separated PyTorch actions `csv`.
+/// True when rank `rank` of `pol` runs exactly the comma-separated PyTorch actions `csv`
+/// (an overlapped pair, op::overlap_f_b and the two actions after it, is one cell
+/// `(a;b)OVERLAP_F_B`).
 template <ps::schedule_policy P>
 constexpr bool order_is(const P& pol, std::uint32_t rank, std::string_view csv) {
     std::size_t pos = 0;
+    ps::cell_folder cells{};
     for (ps::event e : ps::events(pol, rank)) {
+        if (!cells.push(ps::to_action(pol, e))) continue;
         if (pos > csv.size()) return false;
         const std::size_t comma = csv.find(',', pos);
         const std::size_t end = comma == std::string_view::npos ? csv.size() : comma;
-        if (ps::format_action(ps::to_action(pol, e)).view() != csv.substr(pos, end - pos)) {
-            return false;
-        }
+        if (cells.text() != csv.substr(pos, end - pos)) return false;
         pos = end + 1;
     }
     return pos == csv.size() + 1 || (csv.empty() && pos == 0);

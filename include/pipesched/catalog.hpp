@@ -14,12 +14,14 @@
 #include <utility>
 
 #include "policies/gpipe.hpp"
+#include "policies/dualpipe_v.hpp"
 #include "policies/interleaved_1f1b.hpp"
 #include "policies/interleaved_zero_bubble.hpp"
 #include "policies/looped_bfs.hpp"
 #include "policies/one_f_one_b.hpp"
 #include "policies/zb_h1.hpp"
 #include "policies/zb_h2.hpp"
+#include "policies/zbv.hpp"
 #include "policy.hpp"
 #include "shape.hpp"
 
@@ -33,6 +35,8 @@ enum class schedule_id : std::uint8_t {
     zb_h1,
     zb_h2,
     interleaved_zero_bubble,
+    zbv,
+    dualpipe_v,
 };
 
 struct schedule_info {
@@ -44,7 +48,7 @@ struct schedule_info {
     bool multi_chunk;              ///< accepts chunks > 1
 };
 
-inline constexpr std::array<schedule_info, 7> schedules{{
+inline constexpr std::array<schedule_info, 9> schedules{{
     {schedule_id::gpipe, "gpipe", "GPipe", {"allforwardallbackward", "afab", ""}, false},
     {schedule_id::one_f_one_b, "one_f_one_b", "1F1B", {"onefoneb", "pipedreamflush", ""}, false},
     {schedule_id::interleaved_1f1b, "interleaved_1f1b", "Interleaved1F1B",
@@ -54,6 +58,9 @@ inline constexpr std::array<schedule_info, 7> schedules{{
     {schedule_id::zb_h2, "zb_h2", "", {"zerobubbleh2", "", ""}, false},
     {schedule_id::interleaved_zero_bubble, "interleaved_zero_bubble", "InterleavedZeroBubble",
      {"zb1p", "", ""}, true},
+    // V placement, chunks = 2; "zb-v" and "dualpipev" match the names once normalised.
+    {schedule_id::zbv, "zbv", "ZBVZeroBubble", {"zerobubblev", "", ""}, true},
+    {schedule_id::dualpipe_v, "dualpipe_v", "DualPipeV", {"", "", ""}, true},
 }};
 
 [[nodiscard]] constexpr const schedule_info& info(schedule_id id) noexcept {
@@ -120,6 +127,8 @@ constexpr decltype(auto) with_schedule(schedule_id id, const schedule_options& o
         case schedule_id::zb_h2: return std::forward<F>(f)(zb_h2{o.dims});
         case schedule_id::interleaved_zero_bubble:
             return std::forward<F>(f)(interleaved_zero_bubble{o.dims});
+        case schedule_id::zbv: return std::forward<F>(f)(zbv{o.dims});
+        case schedule_id::dualpipe_v: return std::forward<F>(f)(dualpipe_v{o.dims}); // B, I, W
         case schedule_id::gpipe: break;
         }
         return std::forward<F>(f)(gpipe<B>{o.dims});

@@ -26,9 +26,12 @@ enum class op : std::uint8_t {
     optimizer_step,   ///< parameter update
     param_gather,     ///< distributed-optimizer / ZeRO all-gather of updated parameters
     reshard,          ///< free gathered parameters again (PyTorch's RESHARD, FSDP-style)
+    overlap_f_b,      ///< marker: the next two events of the rank, an F and then a B or I of
+                      ///< another unit, run concurrently as one overlapped pair (DualPipe's
+                      ///< "F&B", PyTorch's OVERLAP_F_B); chunk and microbatch are 0
 };
 
-inline constexpr std::size_t op_count = 15;
+inline constexpr std::size_t op_count = 16;
 
 /// Snake-case name of an op, as used in JSON output and diagnostics.
 [[nodiscard]] constexpr std::string_view to_string(op o) noexcept {
@@ -48,6 +51,7 @@ inline constexpr std::size_t op_count = 15;
     case op::optimizer_step: return "optimizer_step";
     case op::param_gather: return "param_gather";
     case op::reshard: return "reshard";
+    case op::overlap_f_b: return "overlap_f_b";
     }
     return "?";
 }

@@ -12,6 +12,10 @@
 //          activation checkpointing, by recompute, and followed by send_gradient;
 //     the last backward work (B, or W when split) of a chunk is followed by that chunk's
 //          grad_sync when grad sync is overlapped;
+//     an overlapped pair (op::overlap_f_b marker, F, B/I: DualPipeV) keeps its three events
+//          together: the receives of both (and the B's recompute) come before the marker, the
+//          F's loss and the sends of both after the pair, as in DeepSeek's
+//          _forward_backward_chunk and PyTorch's _add_send_recv;
 //   grad_sync of every chunk             when not overlapped (Megatron's default)
 //   grad_norm                            gradient clipping / found-inf all-reduce
 //   optimizer_step
@@ -20,8 +24,9 @@
 // p2p events carry the peer rank; the chunk of a p2p event is the local chunk that produces
 // (send) or consumes (recv) the tensor. iteration<P> is itself a schedule_policy, so emit(),
 // events(), to_array<>() and validate() work on it unchanged, at compile time as at run time.
-// The cursor keeps O(v) state: the inner policy cursor, a queue of at most five pending events
-// and a backward counter per chunk (for the overlapped grad_sync).
+// The cursor keeps O(v) state: the inner policy cursor, a queue of at most ten pending events
+// (an overlapped pair with its p2p, recompute, loss and grad_sync) and a backward counter per
+// chunk (for the overlapped grad_sync).
 #pragma once
 
 #include <array>
@@ -181,8 +186,40 @@ public:
                 push(e);
                 finish_backward(e.chunk);
                 return;
+            case op::overlap_f_b: expand_pair(e); return;
             default: push(e); return;
             }
+        }
+
+        /// A marker and the F and B/I after it. A marker not followed by that is passed on as
+        /// it is, for validation to report.
+        constexpr void expand_pair(const event& marker) noexcept {
+            auto look = inner_;
+            look.advance();
+            if (look.done()) return push(marker);
+            const event f = look.current();
+            look.advance();
+            if (look.done() || f.kind != op::forward) return push(marker);
+            const event b = look.current();
+            if (b.kind != op::backward && b.kind != op::backward_input) return push(marker);
+            inner_ = look; // refill() steps past the B
+            const iteration& it = *it_;
+            const std::uint32_t sf = it.stage(f.rank, f.chunk);
+            const std::uint32_t sb = it.stage(b.rank, b.chunk);
+            if (it.crosses_to_previous(sf)) push(p2p(op::recv_activation, f, sf - 1));
+            if (it.crosses_to_next(sb)) push(p2p(op::recv_gradient, b, sb + 1));
+            if (it.options.activation_checkpointing) {
+                push(event{op::recompute, b.chunk, b.rank, b.microbatch, no_peer});
+            }
+            push(marker);
+            push(f);
+            push(b);
+            if (sf + 1 == it.shape.stages()) {
+                push(event{op::loss, f.chunk, f.rank, f.microbatch, no_peer});
+            }
+            if (it.crosses_to_next(sf)) push(p2p(op::send_activation, f, sf + 1));
+            if (it.crosses_to_previous(sb)) push(p2p(op::send_gradient, b, sb - 1));
+            if (b.kind == op::backward) finish_backward(b.chunk);
         }
 
         constexpr void finish_backward(std::uint32_t chunk) noexcept {
@@ -195,7 +232,7 @@ public:
         decltype(std::declval<const P&>().cursor(0u)) inner_{};
         std::uint32_t rank_ = 0;
         std::uint32_t epilogue_ = 0;
-        std::array<event, 8> queue_{};
+        std::array<event, 16> queue_{};
         std::uint32_t head_ = 0;
         std::uint32_t tail_ = 0;
         std::array<std::uint32_t, max_chunks> backward_left_{};

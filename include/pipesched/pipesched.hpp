@@ -14,6 +14,8 @@
 #include "policies/zb_h1.hpp"
 #include "policies/zb_h2.hpp"
 #include "policies/interleaved_zero_bubble.hpp"
+#include "policies/zbv.hpp"
+#include "policies/dualpipe_v.hpp"
 #include "catalog.hpp"
 #include "analysis/validate.hpp"
 #include "analysis/simulate.hpp"

@@ -10,6 +10,15 @@
 // then skipped when the rank reaches it in order. The W may delay the waiting action if its
 // input arrives while the W is running, as a non-preemptive device would.
 //
+// An overlapped pair (an op::overlap_f_b marker, or the overlapped_with_next flag, then F and
+// B/I; see validate.hpp) runs as one computation: it starts when the rank is free and the
+// inputs of both actions exist, takes cost_model::overlapped(F, B) (by default F + B: no
+// speed-up, as PyTorch's runtime, which runs the two one after the other unless the user
+// registers a fused function), and both results exist when it ends. DualPipe's bubble formula
+// writes this duration "F&B"; set stage_costs::overlapped_forward_backward to model a fused
+// implementation. The timeline sink receives both actions with the pair's start and end, the
+// F first with overlapped_with_next set. The F's activation is counted before the B frees one.
+//
 // Memory model, in chunk activations: a unit's activation is allocated by its F and freed by
 // the end of its B, or, for a split backward, by its W. I frees nothing: the weight gradient
 // still needs the stored inputs. This is the accounting of Qi et al. (ZB-H1 peak p).
@@ -37,6 +46,9 @@ struct stage_costs {
     double backward = 2.0;       ///< a full backward (B)
     double backward_input = 1.0; ///< I of a split backward
     double backward_weight = 1.0; ///< W of a split backward
+    /// An overlapped pair whose F runs on this stage ("F&B" in DualPipe's bubble formula);
+    /// negative (the default): F + B of the two actions, no speed-up.
+    double overlapped_forward_backward = -1.0;
 };
 
 struct cost_model {
@@ -54,6 +66,14 @@ struct cost_model {
         case op::backward_weight: return c.backward_weight;
         default: return 0.0;
         }
+    }
+
+    /// Duration of an overlapped pair: the F's stage's overlapped_forward_backward if it is
+    /// set, else duration(f) + duration(b).
+    [[nodiscard]] constexpr double overlapped(const action& f, const action& b) const noexcept {
+        const stage_costs& c = f.stage < per_stage.size() ? per_stage[f.stage] : uniform;
+        return c.overlapped_forward_backward >= 0.0 ? c.overlapped_forward_backward
+                                                    : duration(f) + duration(b);
     }
 };
 
@@ -171,12 +191,12 @@ private:
         return owner_[dep.stage] == r ? t : t + costs_.p2p_latency;
     }
 
+    /// Runs `a` from start to end; `adds_busy` is false for the second action of a pair.
     constexpr void execute(simulation& out, std::uint32_t r, rank_state& st, std::uint32_t index,
-                           const action& a, double start) {
-        const double end = start + costs_.duration(a);
+                           const action& a, double start, double end, bool adds_busy = true) {
         st.free_at = end;
         rank_summary& sum = out.ranks[r];
-        sum.busy += end - start;
+        if (adds_busy) sum.busy += end - start;
         if (!st.started) {
             sum.first_start = start;
             st.started = true;
@@ -207,7 +227,7 @@ private:
             if (st.weights.done()) return;
             const action w = st.weights.current();
             if (backward_end_[unit(w)] == unset) return; // its I has not run yet
-            execute(out, r, st, st.weight_position, w, st.free_at);
+            execute(out, r, st, st.weight_position, w, st.free_at, st.free_at + costs_.duration(w));
         }
     }
 
@@ -229,6 +249,10 @@ private:
             st.blocked = false;
             for (; !st.next.done(); st.next.advance(), ++st.position) {
                 const action a = st.next.current();
+                if (a.kind == op::overlap_f_b || a.overlapped_with_next) {
+                    if (!run_pair(out, state, work, r)) break;
+                    continue;
+                }
                 if (a.kind == op::backward_weight && weight_done_[unit(a)] != 0) continue; // ran early
                 const double ready = input_ready(a, r);
                 if (ready == unset) {
@@ -236,13 +260,48 @@ private:
                     break;
                 }
                 if (costs_.fill_with_weight) fill_idle(out, r, st, ready);
-                execute(out, r, st, st.position, a, ready > st.free_at ? ready : st.free_at);
+                const double start = ready > st.free_at ? ready : st.free_at;
+                execute(out, r, st, st.position, a, start, start + costs_.duration(a));
                 wake_consumer(state, work, a, r);
             }
         }
         for (const rank_state& st : state) {
             if (!st.next.done()) return false;
         }
+        return true;
+    }
+
+    /// Runs the overlapped pair at the rank's cursor (a marker or a flagged F) and leaves the
+    /// cursor on its second action; false, with the rank blocked, if an input is missing.
+    constexpr bool run_pair(simulation& out, std::vector<rank_state>& state,
+                            std::vector<std::uint32_t>& work, std::uint32_t r) {
+        rank_state& st = state[r];
+        auto second = st.next;
+        std::uint32_t index = st.position;
+        if (second.current().kind == op::overlap_f_b) {
+            second.advance();
+            ++index;
+        }
+        action f = second.current();
+        second.advance();
+        const action b = second.current();
+        const double ready_f = input_ready(f, r);
+        const double ready_b = input_ready(b, r);
+        if (ready_f == unset || ready_b == unset) {
+            st.blocked = true;
+            return false;
+        }
+        const double ready = ready_f > ready_b ? ready_f : ready_b;
+        if (costs_.fill_with_weight) fill_idle(out, r, st, ready);
+        const double start = ready > st.free_at ? ready : st.free_at;
+        const double end = start + costs_.overlapped(f, b);
+        f.overlapped_with_next = true;
+        execute(out, r, st, index, f, start, end);
+        execute(out, r, st, index + 1, b, start, end, false); // the same computation
+        wake_consumer(state, work, f, r);
+        wake_consumer(state, work, b, r);
+        st.next = second;
+        st.position = index + 1;
         return true;
     }
 

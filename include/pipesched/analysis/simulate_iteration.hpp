@@ -11,7 +11,11 @@
 //   - grad_norm first waits for every grad_sync of the rank (that wait is exposed grad_sync
 //     time), then runs as a collective of all pipeline ranks: it starts when the last rank
 //     reaches it; optimizer_step without a grad_norm waits for the grad_syncs the same way;
-//   - param_gather waits for the communication stream and blocks until done (exposed in full).
+//   - param_gather waits for the communication stream and blocks until done (exposed in full);
+//   - an overlapped pair (overlap_f_b marker, F, B/I; its receives come before the marker)
+//     runs as one computation of costs.overlapped(F, stage, B, stage) when the cost object has
+//     that member (iteration_cost_model: the compute cost_model's overlapped(), by default
+//     F + B), else duration(F) + duration(B).
 // Peak activations count (chunk, microbatch) units between F and the end of B, or of W for a
 // split backward, as in simulate.hpp.
 //
@@ -72,6 +76,12 @@ struct iteration_cost_model {
         case op::optimizer_step: return optimizer;
         default: return 0.0;
         }
+    }
+    /// Time of an overlapped pair on the compute stream (cost_model::overlapped).
+    [[nodiscard]] constexpr double overlapped(const event& f, std::uint32_t f_stage, const event& b,
+                                              std::uint32_t b_stage) const noexcept {
+        return compute.overlapped(action{f_stage, f.kind, f.microbatch},
+                                  action{b_stage, b.kind, b.microbatch});
     }
     /// Time on a link or communication stream.
     [[nodiscard]] constexpr double transfer(const event& e, std::uint32_t) const noexcept {
@@ -307,6 +317,31 @@ private:
                 wait_until(out, r, e, end);
                 break;
             }
+            case op::overlap_f_b: {
+                // The pair's F and B/I follow; anything else (refused by validation) makes the
+                // marker a no-op.
+                auto look = st.cursor;
+                look.advance();
+                if (look.done() || look.current().kind != op::forward) break;
+                const event f = look.current();
+                look.advance();
+                if (look.done() || (look.current().kind != op::backward &&
+                                    look.current().kind != op::backward_input)) {
+                    break;
+                }
+                const event b = look.current();
+                const double start = st.free_at;
+                const double end = start + pair_duration(f, b);
+                st.cursor.advance();
+                ++st.index;
+                record(out, r, f, start, end, false);
+                count_memory(out, r, f);
+                st.cursor.advance();
+                ++st.index;
+                sink_.push(timed_event{b, st.index, start, end, false}); // the same computation
+                count_memory(out, r, b);
+                break;
+            }
             default: {
                 double start = st.free_at;
                 if (e.kind == op::optimizer_step && !st.at_norm) {
@@ -320,6 +355,14 @@ private:
             }
         }
         if (norm_arrived_ == norm_ranks_) release_norm(work, r);
+    }
+
+    [[nodiscard]] constexpr double pair_duration(const event& f, const event& b) const noexcept {
+        if constexpr (requires { costs_.overlapped(f, 0u, b, 0u); }) {
+            return costs_.overlapped(f, stage(f), b, stage(b));
+        } else {
+            return costs_.duration(f, stage(f)) + costs_.duration(b, stage(b));
+        }
     }
 
     /// Once every rank has reached grad_norm, wake those waiting at it.

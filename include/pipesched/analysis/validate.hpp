@@ -9,7 +9,13 @@
 //   - the cross-rank dependencies can be met: F of stage s needs F of s-1, B/I of stage s
 //     needs B/I of s+1 (same microbatch). A rank blocks at its next action until that input has
 //     been produced; sends never block, as with the batched isend/irecv of PyTorch and Megatron.
-//     If ranks remain blocked forever the verdict names the cycle of waiting ranks.
+//     If ranks remain blocked forever the verdict names the cycle of waiting ranks;
+//   - overlapped pairs (DualPipe's F&B): an op::overlap_f_b marker action, or the
+//     overlapped_with_next flag on an action (as read from CSV), makes the next two compute
+//     actions one pair. The pair must be an F and then a B or I of another unit (otherwise
+//     malformed_overlap); it starts only when the inputs of both are available, and both
+//     results exist once it has run. A marker is not a compute action: it takes a position in
+//     the rank's sequence (verdict indices count it) but is not counted as F, B, I or W.
 // Linear in the number of actions: a first pass counts and checks order, a second replays the
 // ranks with a work list, so each action is visited a constant number of times.
 //
@@ -56,6 +62,8 @@ enum class verdict_code : std::uint8_t {
     recompute_misplaced,       ///< recompute not between the F and the backward of its unit
     grad_sync_before_backward, ///< a chunk's gradients synced before all its backward work
     stale_update,              ///< grad_norm/optimizer_step before every grad_sync of the rank
+    // Overlapped pairs (DualPipeV):
+    malformed_overlap, ///< an overlap marker or flag not followed by F, then B or I of another unit
 };
 
 [[nodiscard]] constexpr std::string_view to_string(verdict_code c) noexcept {
@@ -80,6 +88,7 @@ enum class verdict_code : std::uint8_t {
     case verdict_code::recompute_misplaced: return "recompute_misplaced";
     case verdict_code::grad_sync_before_backward: return "grad_sync_before_backward";
     case verdict_code::stale_update: return "stale_update";
+    case verdict_code::malformed_overlap: return "malformed_overlap";
     }
     return "?";
 }
@@ -172,6 +181,7 @@ private:
         for (std::uint32_t r = 0; r < src_.ranks(); ++r) {
             std::uint32_t i = 0;
             bool failed = false;
+            pair_state_ = pair_none;
             const auto check = [&](const action& a) {
                 if (!failed) failed = check_one(r, i++, a);
             };
@@ -181,12 +191,22 @@ private:
                 for (auto c = src_.cursor(r); !c.done() && !failed; c.advance()) check(c.current());
             }
             if (failed) return true;
+            // A pair still open at the end of the rank.
+            if (pair_state_ != pair_none) {
+                return fail(verdict_code::malformed_overlap, r, i - 1, pair_first_);
+            }
         }
         return false;
     }
 
     /// The first-pass checks of the i-th action of rank r; true (with result_ set) on error.
     constexpr bool check_one(std::uint32_t r, std::uint32_t i, const action& a) {
+        if (a.kind == op::overlap_f_b) { // a marker opens a pair; it cannot sit inside one
+            if (pair_state_ != pair_none) return fail(verdict_code::malformed_overlap, r, i, a);
+            pair_state_ = pair_after_marker;
+            pair_first_ = a;
+            return false;
+        }
         if (!is_compute(a.kind)) return fail(verdict_code::not_compute, r, i, a);
         if (a.stage >= stages_ || a.microbatch >= microbatches_) {
             return fail(verdict_code::out_of_range, r, i, a);
@@ -197,6 +217,28 @@ private:
             return fail(verdict_code::stage_on_two_ranks, r, i, a);
         }
         if (record(a)) return fail(result_.code, r, i, a);
+        return check_pair(r, i, a);
+    }
+
+    /// The overlapped-pair rules for a compute action; true (with result_ set) on error.
+    constexpr bool check_pair(std::uint32_t r, std::uint32_t i, const action& a) {
+        const bool after_marker = pair_state_ == pair_after_marker;
+        if (after_marker || (pair_state_ == pair_none && a.overlapped_with_next)) {
+            // The first of a pair: an F, not flagged again after a marker.
+            if (a.kind != op::forward || (after_marker && a.overlapped_with_next)) {
+                return fail(verdict_code::malformed_overlap, r, i, a);
+            }
+            pair_state_ = pair_after_first;
+            pair_first_ = a;
+        } else if (pair_state_ == pair_after_first) { // the second: B or I of another unit
+            const bool backward = a.kind == op::backward || a.kind == op::backward_input;
+            const bool same_unit =
+                a.stage == pair_first_.stage && a.microbatch == pair_first_.microbatch;
+            if (!backward || same_unit || a.overlapped_with_next) {
+                return fail(verdict_code::malformed_overlap, r, i, a);
+            }
+            pair_state_ = pair_none;
+        }
         return false;
     }
 
@@ -284,30 +326,52 @@ private:
             work.pop_back();
             blocked[r] = 0;
             auto& c = cursors[r];
+            // Marks the result of `a` as produced and wakes the rank waiting for it, if any.
+            const auto complete = [&](const action& a) {
+                const bool forward = a.kind == op::forward;
+                if (!forward && a.kind == op::backward_weight) return;
+                bits_[unit_index(a)] |= forward ? done_f : done_b;
+                // Who could be waiting for this result?
+                const bool has_consumer = forward ? a.stage + 1 < stages_ : a.stage > 0;
+                if (!has_consumer) return;
+                const std::uint32_t consumer_stage = forward ? a.stage + 1 : a.stage - 1;
+                const std::uint32_t w = owner_[consumer_stage];
+                const action wanted{a.stage, forward ? op::forward : op::backward, a.microbatch};
+                if (w != r && blocked[w] && waiting_for[w] == wanted) {
+                    blocked[w] = 0;
+                    work.push_back(w);
+                }
+            };
+            const auto ready = [&](const action& a) {
+                action dep{};
+                if (!dependency(a, dep) || produced(dep)) return true;
+                blocked[r] = 1;
+                waiting_for[r] = dep;
+                return false;
+            };
             for (; !c.done(); c.advance(), ++position[r]) {
                 const action a = c.current();
-                action dep{};
-                if (dependency(a, dep) && !produced(dep)) {
-                    blocked[r] = 1;
-                    waiting_for[r] = dep;
-                    break;
+                if (a.kind != op::overlap_f_b && !a.overlapped_with_next) {
+                    if (!ready(a)) break;
+                    complete(a);
+                    continue;
                 }
-                const bool forward = a.kind == op::forward;
-                if (forward || a.kind != op::backward_weight) {
-                    bits_[unit_index(a)] |= forward ? done_f : done_b;
-                    // Who could be waiting for this result?
-                    const bool has_consumer = forward ? a.stage + 1 < stages_ : a.stage > 0;
-                    if (has_consumer) {
-                        const std::uint32_t consumer_stage = forward ? a.stage + 1 : a.stage - 1;
-                        const std::uint32_t w = owner_[consumer_stage];
-                        const action wanted{a.stage, forward ? op::forward : op::backward,
-                                            a.microbatch};
-                        if (w != r && blocked[w] && waiting_for[w] == wanted) {
-                            blocked[w] = 0;
-                            work.push_back(w);
-                        }
-                    }
+                // An overlapped pair starts when the inputs of both its actions exist (the
+                // first pass made sure that an F and a B or I follow).
+                auto second = c;
+                if (a.kind == op::overlap_f_b) second.advance();
+                const action f = second.current();
+                second.advance();
+                const action b = second.current();
+                if (!ready(f) || !ready(b)) break;
+                complete(f);
+                complete(b);
+                if (a.kind == op::overlap_f_b) { // step to the F
+                    c.advance();
+                    ++position[r];
                 }
+                c.advance(); // step to the B or I; the loop steps past it
+                ++position[r];
             }
             if (c.done()) ++finished;
         }
@@ -346,12 +410,16 @@ private:
         result_.cycle_length = length;
     }
 
+    enum pair_step : std::uint8_t { pair_none, pair_after_marker, pair_after_first };
+
     const Source& src_;
     std::uint32_t stages_;
     std::uint32_t microbatches_;
     std::vector<std::uint8_t> bits_;
     std::vector<std::uint32_t> owner_;
     verdict result_{};
+    pair_step pair_state_ = pair_none; ///< first pass, current rank
+    action pair_first_{};              ///< the marker or F that opened the pair
 };
 
 /// A policy seen as per-rank actions with global stage numbers.
@@ -577,6 +645,10 @@ consteval bool require_valid() {
     case verdict_code::not_compute:
         return out + ": rank " + std::to_string(v.rank) + " index " + std::to_string(v.index) +
                " is " + std::string{to_string(v.subject.kind)} + ", not F, B, I or W";
+    case verdict_code::malformed_overlap:
+        return out + ": an overlapped pair must be an F and then a B or I of another unit; rank " +
+               std::to_string(v.rank) + " index " + std::to_string(v.index) + " is " +
+               text(v.subject);
     case verdict_code::deadlock: {
         out += ": ranks wait on each other forever:";
         for (std::uint32_t k = 0; k < v.cycle_length && k < max_cycle_report; ++k) {

@@ -1,13 +1,17 @@
 // pipesched: the rules of one whole iteration (see iteration.hpp), on top of validate().
 //
 // validate(iteration<P>) and validate_events(lists, shape, placement) check, in order:
-//   1. the compute actions alone, exactly as validate() does for a schedule;
+//   1. the compute actions alone, exactly as validate() does for a schedule (overlap_f_b
+//      markers included, so that overlapped pairs are checked and replayed as pairs);
 //   2. one pass per rank, in order:
 //      - a send/recv names the rank of the neighbouring stage as its peer; a tensor is sent
 //        after the compute that produces it and received before the compute that consumes it;
 //      - loss runs on the last stage between F and B/I of its microbatch; recompute runs between
 //        a unit's F and its B/I;
 //      - a chunk's grad_sync follows all backward work (B, or W) of that chunk on the rank;
+//      - the two events right after an overlap_f_b marker are the pair's compute events
+//        (nothing in between: its receives come before the marker, its sends after the pair;
+//        otherwise malformed_overlap);
 //      - grad_norm and optimizer_step follow every grad_sync of the rank (otherwise the update
 //        uses gradients that are not yet reduced: a stale update);
 //   3. every send has exactly one receive and vice versa, and on each channel (sender, receiver,
@@ -114,7 +118,10 @@ public:
 
     private:
         constexpr void skip() {
-            while (!inner_.done() && !is_compute(inner_.current().kind)) inner_.advance();
+            while (!inner_.done() && !is_compute(inner_.current().kind) &&
+                   inner_.current().kind != op::overlap_f_b) {
+                inner_.advance();
+            }
         }
         decltype(std::declval<const Source&>().cursor(0u)) inner_{};
         placement layout_ = placement::loop;
@@ -219,12 +226,18 @@ private:
         std::uint32_t syncs = 0;
         std::uint32_t backward_total_left = v * m;
         std::vector<channel> channels;
+        std::uint32_t pair_left = 0; // events of an overlapped pair still to come
         std::uint32_t i = 0;
         for (auto c = src_.cursor(r); !c.done(); c.advance(), ++i) {
             const event e = c.current();
             if (e.rank != r || e.chunk >= v || e.microbatch >= m) {
                 return fail(verdict_code::out_of_range, r, i, e);
             }
+            if (pair_left > 0) {
+                if (!is_compute(e.kind)) return fail(verdict_code::malformed_overlap, r, i, e);
+                --pair_left;
+            }
+            if (e.kind == op::overlap_f_b) pair_left = 2;
             const std::uint32_t s = stage(e);
             unit_state& u = unit(s, e.microbatch);
             switch (e.kind) {
@@ -311,8 +324,12 @@ private:
                     return fail(verdict_code::stale_update, r, i, e);
                 }
                 break;
-            default: break; // param_gather, reshard: no ordering rule within one iteration
+            default: break; // param_gather, reshard, overlap_f_b: no rule of their own here
             }
+        }
+        if (pair_left > 0) { // a marker too close to the end (also refused by step 1)
+            const event marker{op::overlap_f_b, 0, static_cast<std::uint16_t>(r), 0, no_peer};
+            return fail(verdict_code::malformed_overlap, r, i - 1, marker);
         }
         return false;
     }

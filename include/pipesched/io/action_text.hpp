@@ -286,6 +286,42 @@ constexpr void append_action(fixed_text<N>& t, const action& a) noexcept {
     return t;
 }
 
+/// Folds one rank's actions, in order, into the cells PyTorch writes: an F, B, I or W is one
+/// cell; an op::overlap_f_b marker (a policy's overlapped pair) or the overlapped_with_next
+/// flag (a table's) joins it with the next compute action into `(a;b)OVERLAP_F_B`; other ops
+/// make no cell. push() returns true when a cell is complete; text() is then that cell.
+class cell_folder {
+public:
+    constexpr bool push(const action& a) noexcept {
+        if (a.kind == op::overlap_f_b) {
+            pair_ = true;
+            return false;
+        }
+        if (!is_compute(a.kind)) return false;
+        if ((pair_ || a.overlapped_with_next) && !have_first_) {
+            first_ = a;
+            have_first_ = true;
+            return false;
+        }
+        if (have_first_) {
+            text_ = format_overlap(first_, a);
+        } else {
+            text_ = cell_text{};
+            detail::append_action(text_, a);
+        }
+        pair_ = false;
+        have_first_ = false;
+        return true;
+    }
+    [[nodiscard]] constexpr std::string_view text() const noexcept { return text_.view(); }
+
+private:
+    cell_text text_{};
+    action first_{};
+    bool pair_ = false;
+    bool have_first_ = false;
+};
+
 /// What one CSV cell holds: nothing (an idle slot), one action, or an overlapped pair.
 struct cell_parse_result {
     std::array<action, 2> actions{}; ///< the first `count`; actions[0] of a pair is flagged

@@ -190,8 +190,10 @@ inline bool read_csv_row(std::string_view line, std::size_t line_number, std::ve
 }
 
 /// The CSV of a policy's compute actions, stages numbered globally by its placement: one line
-/// per rank ending in '\n', actions separated by ',', no idle cells. This is exactly what
-/// `pipesched order` prints. Throws std::invalid_argument if the policy rejects its shape.
+/// per rank ending in '\n', actions separated by ',', no idle cells, an overlapped pair
+/// (op::overlap_f_b and the two actions after it) as one `(a;b)OVERLAP_F_B` cell. This is
+/// exactly what `pipesched order` prints. Throws std::invalid_argument if the policy rejects its
+/// shape.
 template <schedule_policy P>
 [[nodiscard]] std::string write_csv(const P& pol) {
     if (const shape_check c = pol.check(); !c) {
@@ -201,11 +203,12 @@ template <schedule_policy P>
         const P* pol;
         std::string* out;
         bool first = true;
+        cell_folder cells{}; // overlapped pairs (DualPipeV) become one cell
         void push(const event& e) {
-            if (!is_compute(e.kind)) return;
+            if (!cells.push(to_action(*pol, e))) return;
             if (!first) *out += ',';
             first = false;
-            *out += format_action(to_action(*pol, e)).view();
+            *out += cells.text();
         }
     };
     std::string out;

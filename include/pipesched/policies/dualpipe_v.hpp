@@ -1,0 +1,170 @@
+// pipesched: DualPipeV, DeepSeek's V-shape variant of DualPipe (DeepSeek-V3 Technical Report,
+// arXiv 2412.19437; github.com/deepseek-ai/DualPipe, dualpipev.py), in the compute order of
+// PyTorch's `ScheduleDualPipeV` (torch/distributed/pipelining/schedules.py), which follows
+// DeepSeek's eight steps action for action.
+//
+// Two chunks per rank in a V (placement::v_shape): chunk 0 of rank r is stage r, chunk 1 is
+// stage 2p-1-r. The main phase runs pairs of a forward of one chunk and a full backward of the
+// other as one overlapped computation. A pair is three events: an op::overlap_f_b marker, then
+// the F, then the B (PyTorch's cell `(<F>;<B>)OVERLAP_F_B`). Validation requires both inputs
+// of a pair before it starts; simulate() runs it as one computation of duration
+// stage_costs::overlapped_forward_backward (default F + B, no speed-up).
+//
+// The backward is full (B) except where DualPipe uses its zero-bubble split, I now and W later
+// from a FIFO queue of deferred weight gradients. With F0/F1 the forward of chunk 0/1, B, I, W
+// likewise, (F;B) an overlapped pair, and microbatches counted per chunk and per op (B and I
+// share one counter), rank r of p runs (m microbatches):
+//   1  F0                              x 2(p-r-1)
+//   2  F0 F1                           x r+1
+//   3  I1 W1 F1                        x p-r-1        zero bubble: each W right after its I
+//   4  (F0;B1) (F1;B0)                 x m-2p+r+1     the main phase; on the last rank the
+//                                                     first repeat runs F0 B1 (F1;B0), not
+//                                                     overlapped (DeepSeek: less bubble)
+//   5  B1 (F1;B0)                      x p-r-1
+//   6  B1 B0 | B1 I0 | I1 I0           x r+1          from repeat (r+1)/2 on, I replaces B:
+//                                                     first for chunk 0 when r is even, for
+//                                                     both when r is odd
+//   7  W I0                            x p-r-1        W: the oldest deferred weight gradient
+//   8  W                               x r+1
+// That is 2m F's, 2m backwards (B or I), 2p-r-1 W's (one per I) and 2(m-2p+r+1)+(p-r-1)
+// pairs, minus one on the last rank: 6m - p events on every rank but the last, 6m - p - 1 on
+// it, counting the markers.
+//
+// Measured by tests/test_v_schedules.cpp against a step-by-step mirror of PyTorch's code:
+//   - memory (simulate's unit: chunk activations, an F allocates, a B or W frees): peak 2p+1
+//     on every rank, for every m >= 2p. DeepSeek's table gives "PP+1" activations per device
+//     with PP the number of stages (2p for DualPipeV on p devices) counted in the activation of
+//     one stage for one microbatch, which is the library's chunk activation: 2p+1, the same.
+//   - bubble: DeepSeek's (PP/2-1)(F&B+B-3W) with PP = 2p stages, i.e. (p-1)(F&B+B-3W) idle
+//     per rank, holds exactly in the simulator (idle of the most idle rank, which is rank p-1;
+//     no latency, B = I + W, any F&B between max(F, B) and F + B, every m >= 2p) if and only if
+//     the forward and the input-gradient half take equally long (F = I) and W <= F. With F = I
+//     and W > F the idle time is (p-1)(F&B+B-2W-F): a W cannot fill more than the gap it is
+//     placed in. With F != I the formula does not hold in general (for example F = 2,
+//     I = W = 1 gives (p-1)(F&B+B-3W+F-I)): the derivation assumes F = I.
+//
+// Accepted shapes: chunks = 2 and m >= 2p, as PyTorch ("DualPipeV requires at least as many
+// microbatches as stages") and DeepSeek (num_chunks >= num_ranks * 2) require.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "../detail/v_program.hpp"
+#include "../policy.hpp"
+#include "../shape.hpp"
+
+namespace pipesched {
+
+namespace detail {
+struct dualpipe_v_program {
+    static constexpr std::size_t phases = 11;
+
+    [[nodiscard]] static constexpr v_phase phase(const v_params& prm, std::size_t k) noexcept {
+        const std::uint32_t p = prm.ranks;
+        const std::uint32_t r = prm.rank;
+        const std::uint32_t m = prm.microbatches;
+        const std::uint32_t last = r + 1 == p ? 1 : 0; // step 4 starts without a pair
+        const std::uint32_t main = m - 2 * p + r + 1;   // repeats of step 4
+        const std::uint32_t half = (r + 1) / 2;         // step 6 repeats before the switch
+        const std::uint32_t even = r % 2 == 0 ? 1 : 0;  // step 6 has one mixed repeat
+        const op F = op::forward;
+        const op B = op::backward;
+        const op I = op::backward_input;
+        const op W = op::backward_weight;
+        v_phase ph{};
+        switch (k) {
+        case 0: ph.count = 2 * (p - r - 1); ph.add(F, 0, 0); break;
+        case 1: ph.count = r + 1; ph.add(F, 0, 2 * (p - r - 1)).add(F, 1, 0); break;
+        case 2: ph.count = p - r - 1; ph.add(I, 1, 0).add(W, 1, 0).add(F, 1, r + 1); break;
+        case 3: // the last rank's first repeat of step 4
+            ph.count = last;
+            ph.add(F, 0, 2 * p - r - 1).add(B, 1, p - r - 1);
+            ph.add_marker().add(F, 1, p).add(B, 0, 0);
+            break;
+        case 4:
+            ph.count = main - last;
+            ph.add_marker().add(F, 0, 2 * p - r - 1 + last).add(B, 1, p - r - 1 + last);
+            ph.add_marker().add(F, 1, p + last).add(B, 0, last);
+            break;
+        case 5:
+            ph.count = p - r - 1;
+            ph.add(B, 1, m - p).add_marker().add(F, 1, m - p + r + 1).add(B, 0, main);
+            break;
+        case 6: ph.count = half; ph.add(B, 1, m - r - 1).add(B, 0, m - p); break;
+        case 7: ph.count = even; ph.add(B, 1, m - r - 1 + half).add(I, 0, m - p + half); break;
+        case 8:
+            ph.count = r + 1 - half - even;
+            ph.add(I, 1, m - r - 1 + half + even).add(I, 0, m - p + half + even);
+            break;
+        case 9: ph.count = p - r - 1; ph.add_queued_weight(0).add(I, 0, m - p + r + 1); break;
+        default: ph.count = r + 1; ph.add_queued_weight(p - r - 1); break;
+        }
+        return ph;
+    }
+
+    /// The k-th deferred I of the rank (its W is the k-th W of steps 7 and 8): the I's of step
+    /// 6 in order, then those of step 7.
+    [[nodiscard]] static constexpr unit queued(const v_params& prm, std::uint32_t k) noexcept {
+        const std::uint32_t p = prm.ranks;
+        const std::uint32_t r = prm.rank;
+        const std::uint32_t m = prm.microbatches;
+        const std::uint32_t half = (r + 1) / 2;
+        const std::uint32_t even = r % 2 == 0 ? 1 : 0;
+        if (k < even) return {0, m - p + half};
+        if (k < r + 1) {
+            const std::uint32_t t = k - even;
+            return t % 2 == 0 ? unit{1, m - r - 1 + half + even + t / 2}
+                              : unit{0, m - p + half + even + t / 2};
+        }
+        return {0, m - p + k};
+    }
+};
+} // namespace detail
+
+class dualpipe_v {
+public:
+    static constexpr std::string_view name = "dualpipe_v";
+    static constexpr placement layout = placement::v_shape;
+
+    pipesched::shape shape;
+
+    constexpr explicit dualpipe_v(pipesched::shape s) noexcept : shape{s} {}
+
+    [[nodiscard]] constexpr shape_check check() const noexcept {
+        if (const auto c = check_common(shape); !c) return c;
+        if (shape.chunks != 2) {
+            return {false, "this schedule runs two chunks per rank in a V: chunks must be 2"};
+        }
+        if (shape.microbatches < 2 * shape.ranks) {
+            return {false, "this schedule needs at least one microbatch per stage (PyTorch, "
+                           "DeepSeek): microbatches must be at least 2 * ranks"};
+        }
+        return shape_ok;
+    }
+
+    /// 6m - p events, one fewer on the last rank (markers included).
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const noexcept {
+        const std::size_t n = 6 * std::size_t{shape.microbatches} - shape.ranks;
+        return rank + 1 == shape.ranks ? n - 1 : n;
+    }
+
+    using cursor_type = detail::v_program_cursor<detail::dualpipe_v_program>;
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+        return cursor_type{params(rank)};
+    }
+
+    /// Calls f(event) for every event of the rank; one loop per phase.
+    template <class F>
+    constexpr void generate(std::uint32_t rank, F& f) const {
+        detail::run_program<detail::dualpipe_v_program>(params(rank), f);
+    }
+
+private:
+    [[nodiscard]] constexpr detail::v_params params(std::uint32_t rank) const noexcept {
+        return {shape.ranks, shape.microbatches, shape.microbatches, rank};
+    }
+};
+
+} // namespace pipesched
