@@ -161,16 +161,7 @@ TEST_CASE("iteration rules: the SimAI order (optimizer before backward) is a sta
     // p = 1, m = 2 as in the user's workload, but in SimAI's order: F0 F1, loss, optimizer,
     // B1 B0, grad sync.
     const ps::shape dims{1, 2, 1};
-    const std::vector<std::vector<ps::event>> simai{{
-        {op::forward, 0, 0, 0, ps::no_peer},
-        {op::forward, 0, 0, 1, ps::no_peer},
-        {op::loss, 0, 0, 0, ps::no_peer},
-        {op::loss, 0, 0, 1, ps::no_peer},
-        {op::optimizer_step, 0, 0, 0, ps::no_peer},
-        {op::backward, 0, 0, 1, ps::no_peer},
-        {op::backward, 0, 0, 0, ps::no_peer},
-        {op::grad_sync, 0, 0, 0, ps::no_peer},
-    }};
+    const std::vector<std::vector<ps::event>> simai = pipesched_test::simai_user_order();
     const ps::verdict v = check_stream(simai, dims);
     CHECK(v.code == ps::verdict_code::stale_update);
     CHECK(v.index == 4);

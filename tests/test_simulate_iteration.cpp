@@ -118,16 +118,7 @@ TEST_CASE("simulate iteration: bandwidth, grad norm collective, optimizer, param
 
 TEST_CASE("simulate iteration: a stale order still replays, and says it is stale") {
     const ps::shape dims{1, 2, 1};
-    const std::vector<std::vector<ps::event>> simai{{
-        {op::forward, 0, 0, 0, ps::no_peer},
-        {op::forward, 0, 0, 1, ps::no_peer},
-        {op::loss, 0, 0, 0, ps::no_peer},
-        {op::loss, 0, 0, 1, ps::no_peer},
-        {op::optimizer_step, 0, 0, 0, ps::no_peer},
-        {op::backward, 0, 0, 1, ps::no_peer},
-        {op::backward, 0, 0, 0, ps::no_peer},
-        {op::grad_sync, 0, 0, 0, ps::no_peer},
-    }};
+    const std::vector<std::vector<ps::event>> simai = pipesched_test::simai_user_order();
     ps::iteration_cost_model costs{};
     costs.optimizer = 1.0;
     costs.data_parallel = {2.0, 0.0};

@@ -93,4 +93,12 @@ bool naive_dependencies_met(const P& pol) {
     return true;
 }
 
+/// The user's workload (p = 1, m = 2) in SimAI's order: F0 F1, loss, optimizer, B1 B0, grad sync.
+inline std::vector<std::vector<ps::event>> simai_user_order() {
+    const auto at = [](ps::op kind, std::uint16_t mb) { return ps::event{kind, 0, 0, mb, ps::no_peer}; };
+    return {{at(ps::op::forward, 0), at(ps::op::forward, 1), at(ps::op::loss, 0), at(ps::op::loss, 1),
+             at(ps::op::optimizer_step, 0), at(ps::op::backward, 1), at(ps::op::backward, 0),
+             at(ps::op::grad_sync, 0)}};
+}
+
 } // namespace pipesched_test

@@ -465,6 +465,21 @@ private:
     const P& pol_;
 };
 
+/// A cursor over one rank's list of actions or events held by the caller.
+template <class T>
+class list_cursor {
+public:
+    constexpr list_cursor() = default;
+    constexpr explicit list_cursor(std::span<const T> items) : items_{items} {}
+    [[nodiscard]] constexpr bool done() const noexcept { return next_ == items_.size(); }
+    [[nodiscard]] constexpr T current() const noexcept { return items_[next_]; }
+    constexpr void advance() noexcept { ++next_; }
+
+private:
+    std::span<const T> items_{};
+    std::size_t next_ = 0;
+};
+
 /// Lists of actions, one per rank (for example a schedule read from CSV).
 class action_lists {
 public:
@@ -477,18 +492,7 @@ public:
     [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return stages_; }
     [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept { return microbatches_; }
 
-    class cursor_type {
-    public:
-        constexpr cursor_type() = default;
-        constexpr explicit cursor_type(std::span<const action> actions) : actions_{actions} {}
-        [[nodiscard]] constexpr bool done() const noexcept { return next_ == actions_.size(); }
-        [[nodiscard]] constexpr action current() const noexcept { return actions_[next_]; }
-        constexpr void advance() noexcept { ++next_; }
-
-    private:
-        std::span<const action> actions_{};
-        std::size_t next_ = 0;
-    };
+    using cursor_type = list_cursor<action>;
     [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
         return cursor_type{per_rank_[rank]};
     }

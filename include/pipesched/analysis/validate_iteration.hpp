@@ -50,18 +50,7 @@ public:
     [[nodiscard]] constexpr shape dims() const noexcept { return dims_; }
     [[nodiscard]] constexpr placement layout() const noexcept { return layout_; }
 
-    class cursor_type {
-    public:
-        constexpr cursor_type() = default;
-        constexpr explicit cursor_type(std::span<const event> events) : events_{events} {}
-        [[nodiscard]] constexpr bool done() const noexcept { return next_ == events_.size(); }
-        [[nodiscard]] constexpr event current() const noexcept { return events_[next_]; }
-        constexpr void advance() noexcept { ++next_; }
-
-    private:
-        std::span<const event> events_{};
-        std::size_t next_ = 0;
-    };
+    using cursor_type = detail::list_cursor<event>;
     [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
         return cursor_type{per_rank_[rank]};
     }
