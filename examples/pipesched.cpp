@@ -384,6 +384,10 @@ schedule_request read_schedule(const parsed_args& args) {
         req.group_size_given = true;
     }
     if (const auto b = args.get("backward")) {
+        if (pipesched::info(req.id).fixed_backward) {
+            fail("--backward does not apply to " + std::string{pipesched::display_name(pipesched::info(req.id))} +
+                 ": it decides where B, I and W run itself");
+        }
         if (*b == "full") {
             req.options.backward = pipesched::backward_kind::full;
         } else if (*b == "split") {

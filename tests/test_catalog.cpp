@@ -28,6 +28,18 @@ TEST_CASE("catalog: names, aliases and dispatch") {
         CHECK(&ps::info(s.id) == &s);
     }
     CHECK(ps::find_schedule("Looped_BFS") == ps::schedule_id::looped_bfs);
+    // Policies that place I and W themselves say so; the others take a backward_kind.
+    for (const ps::schedule_info& s : ps::schedules) {
+        const bool templated = ps::with_schedule(s.id, {{4, 8, s.multi_chunk ? 2u : 1u}, 0, ps::backward_kind::full},
+                                                 [](const auto& pol) {
+                                                     for (ps::event e : ps::events(pol, 0)) {
+                                                         if (e.kind == ps::op::backward_input) return false;
+                                                     }
+                                                     return true;
+                                                 });
+        INFO(s.name);
+        CHECK(templated != s.fixed_backward);
+    }
     CHECK_FALSE(ps::find_schedule("ZBVV"));
     CHECK_FALSE(ps::find_schedule("gpipe2"));
 

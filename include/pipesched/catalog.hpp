@@ -46,6 +46,7 @@ struct schedule_info {
                                    ///< empty if PyTorch has none
     std::array<std::string_view, 3> aliases; ///< further accepted spellings (normalised)
     bool multi_chunk;              ///< accepts chunks > 1
+    bool fixed_backward = false;   ///< decides the backward itself (zero-bubble, V): B/I/W by design
 };
 
 inline constexpr std::array<schedule_info, 9> schedules{{
@@ -54,13 +55,13 @@ inline constexpr std::array<schedule_info, 9> schedules{{
     {schedule_id::interleaved_1f1b, "interleaved_1f1b", "Interleaved1F1B",
      {"interleaved", "virtualpipeline", ""}, true},
     {schedule_id::looped_bfs, "looped_bfs", "LoopedBFS", {"bfs", "breadthfirst", ""}, true},
-    {schedule_id::zb_h1, "zb_h1", "", {"zerobubbleh1", "", ""}, false},
-    {schedule_id::zb_h2, "zb_h2", "", {"zerobubbleh2", "", ""}, false},
+    {schedule_id::zb_h1, "zb_h1", "", {"zerobubbleh1", "", ""}, false, true},
+    {schedule_id::zb_h2, "zb_h2", "", {"zerobubbleh2", "", ""}, false, true},
     {schedule_id::interleaved_zero_bubble, "interleaved_zero_bubble", "InterleavedZeroBubble",
-     {"zb1p", "", ""}, true},
+     {"zb1p", "", ""}, true, true},
     // V placement, chunks = 2; "zb-v" and "dualpipev" match the names once normalised.
-    {schedule_id::zbv, "zbv", "ZBVZeroBubble", {"zerobubblev", "", ""}, true},
-    {schedule_id::dualpipe_v, "dualpipe_v", "DualPipeV", {"", "", ""}, true},
+    {schedule_id::zbv, "zbv", "ZBVZeroBubble", {"zerobubblev", "", ""}, true, true},
+    {schedule_id::dualpipe_v, "dualpipe_v", "DualPipeV", {"", "", ""}, true, true},
 }};
 
 [[nodiscard]] constexpr const schedule_info& info(schedule_id id) noexcept {
