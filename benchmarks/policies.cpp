@@ -31,8 +31,10 @@
 #include <pipesched/policies/looped_bfs.hpp>
 #include <pipesched/policies/interleaved_zero_bubble.hpp>
 #include <pipesched/policies/one_f_one_b.hpp>
+#include <pipesched/policies/dualpipe_v.hpp>
 #include <pipesched/policies/zb_h1.hpp>
 #include <pipesched/policies/zb_h2.hpp>
+#include <pipesched/policies/zbv.hpp>
 #include <pipesched/policy.hpp>
 #include <pipesched/shape.hpp>
 #include <pipesched/sink.hpp>
@@ -227,7 +229,7 @@ template <class P> void add_streaming(std::string_view label, const P& pol) {
     add("BM_emit_count", label, pol, &bm_emit_count<P>);
     add("BM_emit_vector", label, pol, &bm_emit_vector<P>);
     add("BM_cursor", label, pol, &bm_cursor<P>);
-    add("BM_at", label, pol, &bm_at<P>);
+    if constexpr (pipesched::indexable_policy<P>) add("BM_at", label, pol, &bm_at<P>); // closed form only
 }
 
 // The large shapes are the target workloads (p = 64 ranks, m = 4096 microbatches: 0.5 M
@@ -247,6 +249,11 @@ constexpr pipesched::shape small_multi{8, 32, 2};
         add_streaming("interleaved_1f1b", pipesched::interleaved_1f1b<>{s});
         add_streaming("looped_bfs", pipesched::looped_bfs<>{s});
         add_streaming("interleaved_zero_bubble", pipesched::interleaved_zero_bubble{s});
+    }
+    // V placement: v = 2 only; DualPipeV needs m >= 2p.
+    for (const pipesched::shape s : {pipesched::shape{64, 4096, 2}, pipesched::shape{8, 32, 2}}) {
+        add_streaming("zbv", pipesched::zbv{s});
+        add_streaming("dualpipe_v", pipesched::dualpipe_v{s});
     }
     // The zero-bubble family always splits the backward (F, I and W per unit).
     for (const pipesched::shape s : {big_single, small_single}) {
