@@ -93,6 +93,33 @@ bool naive_dependencies_met(const P& pol) {
     return true;
 }
 
+/// Events of every rank three ways, compared: the cursor, at() (when the policy has it) and
+/// emit(). Returns the number of events when all three agree and match size(), else 0.
+template <ps::schedule_policy P>
+std::size_t streams_agree(const P& pol) {
+    struct collect {
+        std::vector<ps::event>* out;
+        void push(const ps::event& e) { out->push_back(e); }
+    };
+    std::vector<ps::event> pushed;
+    ps::emit(pol, collect{&pushed});
+    std::size_t k = 0;
+    const ps::shape s = pol.shape;
+    for (std::uint32_t r = 0; r < s.ranks; ++r) {
+        std::size_t i = 0;
+        for (ps::event e : ps::events(pol, r)) {
+            if constexpr (ps::indexable_policy<P>) {
+                if (!(e == pol.at(r, i))) return 0;
+            }
+            if (k >= pushed.size() || !(pushed[k] == e)) return 0;
+            ++i;
+            ++k;
+        }
+        if (i != pol.size(r) || i != ps::event_count(pol, r)) return 0;
+    }
+    return k == pushed.size() && k == ps::event_count(pol) ? k : 0;
+}
+
 /// The user's workload (p = 1, m = 2) in SimAI's order: F0 F1, loss, optimizer, B1 B0, grad sync.
 inline std::vector<std::vector<ps::event>> simai_user_order() {
     const auto at = [](ps::op kind, std::uint16_t mb) { return ps::event{kind, 0, 0, mb, ps::no_peer}; };

@@ -118,6 +118,20 @@ struct simulation {
 
 namespace detail {
 
+/// Makespan, per-rank idle time and bubble fraction from each rank's end and busy time; shared
+/// by the schedule replay and the iteration replay.
+template <class Result, class Rank>
+constexpr void summarise_ranks(Result& out, double Rank::*end, double Rank::*busy) {
+    for (const Rank& r : out.ranks) out.makespan = r.*end > out.makespan ? r.*end : out.makespan;
+    double idle = 0.0;
+    for (Rank& r : out.ranks) {
+        r.idle = out.makespan - r.*busy;
+        idle += r.idle;
+    }
+    const double slots = static_cast<double>(out.ranks.size()) * out.makespan;
+    out.bubble_fraction = slots > 0.0 ? idle / slots : 0.0;
+}
+
 template <class Source, class Sink>
 class simulator {
 public:
@@ -144,13 +158,7 @@ public:
             out.ranks.clear();
             return out;
         }
-        for (const rank_summary& r : out.ranks) out.makespan = r.last_end > out.makespan ? r.last_end : out.makespan;
-        double idle = 0.0;
-        for (rank_summary& r : out.ranks) {
-            r.idle = out.makespan - r.busy;
-            idle += r.idle;
-        }
-        out.bubble_fraction = out.makespan > 0.0 ? idle / (p * out.makespan) : 0.0;
+        summarise_ranks(out, &rank_summary::last_end, &rank_summary::busy);
         return out;
     }
 

@@ -195,13 +195,7 @@ public:
             if (!state_[r].cursor.done()) return out; // cannot happen after validation
         }
         out.replayed = true;
-        for (const auto& r : out.ranks) out.makespan = r.end > out.makespan ? r.end : out.makespan;
-        double idle = 0.0;
-        for (auto& r : out.ranks) {
-            r.idle = out.makespan - r.compute_busy;
-            idle += r.idle;
-        }
-        out.bubble_fraction = out.makespan > 0.0 ? idle / (p * out.makespan) : 0.0;
+        summarise_ranks(out, &iteration_rank_summary::end, &iteration_rank_summary::compute_busy);
         return out;
     }
 
