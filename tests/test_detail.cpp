@@ -1,0 +1,76 @@
+// Direct tests of the shared generator internals (detail/): each is also exercised through the
+// policies, but these pin down their own contracts.
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <pipesched/detail/phase_program.hpp>
+#include <pipesched/detail/phased.hpp>
+#include <pipesched/detail/timeline_layout.hpp>
+
+#include <vector>
+
+namespace ps = pipesched;
+
+namespace {
+
+// make_event packs the fields into one 64-bit value; it must equal the aggregate.
+constexpr bool make_event_matches_aggregate() {
+    for (const std::uint32_t rank : {0u, 1u, 255u, 65534u}) {
+        for (const std::uint32_t chunk : {0u, 3u, 255u}) {
+            for (const std::uint32_t mb : {0u, 7u, 65535u}) {
+                for (const ps::op o : {ps::op::forward, ps::op::backward_weight, ps::op::param_gather}) {
+                    const ps::event packed = ps::detail::make_event(o, rank, {chunk, mb});
+                    const ps::event plain{o, static_cast<std::uint8_t>(chunk), static_cast<std::uint16_t>(rank),
+                                          static_cast<std::uint16_t>(mb), ps::no_peer};
+                    if (!(packed == plain)) return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+static_assert(make_event_matches_aggregate());
+
+// A phase program leaves out phases that repeat zero times and keeps the letters in order.
+constexpr bool phase_program_builds() {
+    ps::detail::phase_program prog{};
+    prog.then(2, "F").then(0, "FI").then(3, "FIW");
+    return prog.phase_count() == 2 && prog.size() == 2 + 9 && prog.phase(0).repeats == 2 && prog.phase(1).length == 3 &&
+           ps::detail::split_op(prog.phase(1).letters[2]) == ps::op::backward_weight;
+}
+static_assert(phase_program_builds());
+
+TEST_CASE("detail: make_event and phase_program, run-time twins") {
+    CHECK(make_event_matches_aggregate());
+    CHECK(phase_program_builds());
+}
+
+TEST_CASE("detail: timeline_layout reads stage owners and chunks off the records") {
+    // Interleaved p = 2, v = 2: rank 0 runs stages 0 and 2, rank 1 stages 1 and 3.
+    std::vector<ps::timed_action> records;
+    const ps::interleaved_1f1b<> pol{{2, 2, 2}};
+    struct collect {
+        std::vector<ps::timed_action>* out;
+        void push(const ps::timed_action& t) { out->push_back(t); }
+    } sink{&records};
+    REQUIRE(ps::simulate(pol, ps::cost_model{}, sink));
+    const ps::detail::timeline_layout layout = ps::detail::layout_of(records);
+    CHECK(layout.ranks == 2);
+    CHECK(layout.stages == 4);
+    CHECK(layout.microbatches == 2);
+    CHECK(layout.chunks == 2);
+    CHECK(layout.owner == std::vector<std::uint32_t>{0, 1, 0, 1});
+    CHECK(layout.chunk_of(2) == 1);
+    CHECK(layout.chunk_of(1) == 0);
+    // Per rank, in the order the rank ran them.
+    const std::vector<std::size_t> order = ps::detail::rank_time_order(records);
+    REQUIRE(order.size() == records.size());
+    for (std::size_t k = 1; k < order.size(); ++k) {
+        const auto& a = records[order[k - 1]];
+        const auto& b = records[order[k]];
+        CHECK((a.rank < b.rank || (a.rank == b.rank && a.start <= b.start)));
+    }
+}
+
+} // namespace
