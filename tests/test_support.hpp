@@ -47,8 +47,10 @@ constexpr std::uint32_t peak_alive(const P& pol, std::uint32_t rank) {
 }
 
 /// A deliberately naive reference for "the cross-rank dependencies can be met": sweep the
-/// ranks again and again, running each rank's next action whenever its input exists, until
-/// nothing moves. Quadratic, independent of pipesched::validate, for small shapes only.
+/// ranks again and again, running each rank's next step whenever its inputs exist, until
+/// nothing moves. A step is an action, or an overlapped pair (an overlap_f_b marker and the two
+/// actions after it) that starts only when both inputs exist. Quadratic, independent of
+/// pipesched::validate, for small shapes only.
 template <ps::schedule_policy P>
 bool naive_dependencies_met(const P& pol) {
     const ps::shape s = pol.shape;
@@ -59,30 +61,39 @@ bool naive_dependencies_met(const P& pol) {
     }
     std::vector<std::uint8_t> fwd(std::size_t{stages} * s.microbatches, 0);
     std::vector<std::uint8_t> bwd(std::size_t{stages} * s.microbatches, 0);
-    std::vector<std::size_t> next(s.ranks, 0);
-    const auto at = [&](std::uint32_t stage, std::uint32_t mb) {
-        return std::size_t{stage} * s.microbatches + mb;
+    const auto at = [&](std::uint32_t stage, std::uint32_t mb) { return std::size_t{stage} * s.microbatches + mb; };
+    const auto ready = [&](const ps::event& e) {
+        const std::uint32_t st = ps::stage_of(pol, e);
+        if (e.kind == ps::op::forward) return st == 0 || fwd[at(st - 1, e.microbatch)] != 0;
+        if (e.kind == ps::op::backward || e.kind == ps::op::backward_input) {
+            return fwd[at(st, e.microbatch)] != 0 && (st + 1 == stages || bwd[at(st + 1, e.microbatch)] != 0);
+        }
+        return true;
     };
+    const auto run = [&](const ps::event& e) {
+        const std::uint32_t st = ps::stage_of(pol, e);
+        if (e.kind == ps::op::forward) fwd[at(st, e.microbatch)] = 1;
+        if (e.kind == ps::op::backward || e.kind == ps::op::backward_input) bwd[at(st, e.microbatch)] = 1;
+    };
+    std::vector<std::size_t> next(s.ranks, 0);
     bool moved = true;
     while (moved) {
         moved = false;
         for (std::uint32_t r = 0; r < s.ranks; ++r) {
             while (next[r] < seq[r].size()) {
                 const ps::event e = seq[r][next[r]];
-                const std::uint32_t st = ps::stage_of(pol, e);
-                bool ready = true;
-                if (e.kind == ps::op::forward) {
-                    ready = st == 0 || fwd[at(st - 1, e.microbatch)] != 0;
-                } else if (e.kind == ps::op::backward || e.kind == ps::op::backward_input) {
-                    ready = fwd[at(st, e.microbatch)] != 0 &&
-                            (st + 1 == stages || bwd[at(st + 1, e.microbatch)] != 0);
+                if (e.kind == ps::op::overlap_f_b) {
+                    const ps::event f = seq[r][next[r] + 1];
+                    const ps::event b = seq[r][next[r] + 2];
+                    if (!ready(f) || !ready(b)) break;
+                    run(f);
+                    run(b);
+                    next[r] += 3;
+                } else {
+                    if (!ready(e)) break;
+                    run(e);
+                    ++next[r];
                 }
-                if (!ready) break;
-                if (e.kind == ps::op::forward) fwd[at(st, e.microbatch)] = 1;
-                if (e.kind == ps::op::backward || e.kind == ps::op::backward_input) {
-                    bwd[at(st, e.microbatch)] = 1;
-                }
-                ++next[r];
                 moved = true;
             }
         }

@@ -450,60 +450,6 @@ TEST_CASE("zbv and dualpipe_v: every unit runs exactly once, pairs are F then B 
     });
 }
 
-/// An independent, quadratic replay with pairs that start together: sweep the ranks again and
-/// again, running each rank's next step (an action, or a pair whose both inputs exist).
-template <ps::schedule_policy P>
-bool naive_pairs_dependencies_met(const P& pol) {
-    const ps::shape s = pol.shape;
-    const std::uint32_t stages = s.stages();
-    std::vector<std::vector<ps::event>> seq(s.ranks);
-    for (std::uint32_t r = 0; r < s.ranks; ++r) {
-        for (ps::event e : ps::events(pol, r)) seq[r].push_back(e);
-    }
-    std::vector<std::uint8_t> fwd(std::size_t{stages} * s.microbatches, 0);
-    std::vector<std::uint8_t> bwd(std::size_t{stages} * s.microbatches, 0);
-    const auto at = [&](std::uint32_t stage, std::uint32_t mb) { return std::size_t{stage} * s.microbatches + mb; };
-    const auto ready = [&](const ps::event& e) {
-        const std::uint32_t st = ps::stage_of(pol, e);
-        if (e.kind == op::forward) return st == 0 || fwd[at(st - 1, e.microbatch)] != 0;
-        if (e.kind == op::backward || e.kind == op::backward_input) {
-            return fwd[at(st, e.microbatch)] != 0 && (st + 1 == stages || bwd[at(st + 1, e.microbatch)] != 0);
-        }
-        return true;
-    };
-    const auto run = [&](const ps::event& e) {
-        const std::uint32_t st = ps::stage_of(pol, e);
-        if (e.kind == op::forward) fwd[at(st, e.microbatch)] = 1;
-        if (e.kind == op::backward || e.kind == op::backward_input) bwd[at(st, e.microbatch)] = 1;
-    };
-    std::vector<std::size_t> next(s.ranks, 0);
-    bool moved = true;
-    while (moved) {
-        moved = false;
-        for (std::uint32_t r = 0; r < s.ranks; ++r) {
-            while (next[r] < seq[r].size()) {
-                const ps::event e = seq[r][next[r]];
-                if (e.kind == op::overlap_f_b) {
-                    const ps::event f = seq[r][next[r] + 1];
-                    const ps::event b = seq[r][next[r] + 2];
-                    if (!ready(f) || !ready(b)) break;
-                    run(f);
-                    run(b);
-                    next[r] += 3;
-                } else {
-                    if (!ready(e)) break;
-                    run(e);
-                    ++next[r];
-                }
-                moved = true;
-            }
-        }
-    }
-    for (std::uint32_t r = 0; r < s.ranks; ++r) {
-        if (next[r] != seq[r].size()) return false;
-    }
-    return true;
-}
 
 TEST_CASE("zbv and dualpipe_v: valid and deadlock-free, pairs starting together") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
@@ -512,13 +458,13 @@ TEST_CASE("zbv and dualpipe_v: valid and deadlock-free, pairs starting together"
         const ps::verdict vz = ps::validate(z);
         INFO(ps::describe(vz));
         CHECK(static_cast<bool>(vz));
-        CHECK(naive_pairs_dependencies_met(z));
+        CHECK(pipesched_test::naive_dependencies_met(z));
         if (m < 2 * p) return;
         const ps::dualpipe_v d{{p, m, 2}};
         const ps::verdict vd = ps::validate(d);
         INFO(ps::describe(vd));
         CHECK(static_cast<bool>(vd));
-        CHECK(naive_pairs_dependencies_met(d));
+        CHECK(pipesched_test::naive_dependencies_met(d));
     });
 }
 
