@@ -32,6 +32,7 @@
 #include <vector>
 
 #include <pipesched/analysis/simulate.hpp>
+#include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/analysis/validate.hpp>
 #include <pipesched/catalog.hpp>
 #include <pipesched/event.hpp>
@@ -629,12 +630,14 @@ int run_check(const parsed_args& args) {
 // pipesched simulate
 // ---------------------------------------------------------------------------------------------
 
-constexpr std::array<flag_spec, 9> simulate_flags{{
+constexpr std::array<flag_spec, 10> simulate_flags{{
     order_flags[0], order_flags[1], order_flags[2], order_flags[3], order_flags[4], order_flags[5],
     {"cost", "F=1,B=2,...", "per-microbatch time of one rank's share of the model (F, B, I, W) and p2p latency",
      "F=1,B=2,I=1,W=1,p2p=0", false},
     {"fill-w", "", "a rank that would idle runs its next ready W instead", "", false},
     {"format", "text|json|chrome", "timeline and summary, summary as JSON, or a Chrome/Perfetto trace", "text",
+     false},
+    {"iteration", "", "chrome only: the whole iteration (p2p, loss, grad sync, optimizer) on their own tracks", "",
      false},
 }};
 
@@ -686,7 +689,20 @@ int run_simulate(const parsed_args& args) {
         if (format == "chrome") {
             pipesched::trace_options options{};
             options.process_name = title;
-            s = records.str(options);
+            if (args.get("iteration")) {
+                // The same schedule inside one iteration with Megatron's defaults, replayed with
+                // the same compute costs (communication free: the trace shows where it lands).
+                pipesched::iteration_cost_model it_costs{};
+                it_costs.compute = model;
+                pipesched::chrome_trace_sink full;
+                pipesched::as_timed_actions<pipesched::chrome_trace_sink> adapter{
+                    &full, std::remove_cvref_t<decltype(pol)>::layout, pol.shape.ranks};
+                (void)pipesched::simulate(pipesched::iteration{pol}, it_costs, adapter);
+                options.process_name = title + " (one iteration)";
+                s = full.str(options);
+            } else {
+                s = records.str(options);
+            }
         } else if (format == "json") {
             append_summary_json(s, pol, sim);
             s += '\n';
@@ -713,6 +729,7 @@ constexpr std::array<flag_spec, 4> compare_flags{{
     {"chunks", "V", "model chunks per rank for the multi-chunk schedules (single-chunk ones use 1)", "2", false},
     simulate_flags[6],
 }};
+static_assert(simulate_flags[6].name == "cost");
 
 int run_compare(const parsed_args& args) {
     const std::uint32_t p = args.count("ranks").value_or(1);

@@ -403,6 +403,20 @@ struct discard_events {
     constexpr void push(const timed_event&) noexcept {}
 };
 
+/// Hands an iteration's timed events to any timeline sink made for schedules (a Chrome trace,
+/// the terminal timeline), as actions with global stage numbers.
+template <timeline_sink Sink>
+struct as_timed_actions {
+    Sink* sink;
+    placement layout;
+    std::uint32_t ranks;
+    constexpr void push(const timed_event& t) const {
+        const event& e = t.what;
+        sink->push(timed_action{e.rank, t.index, action{stage_of(layout, ranks, e.rank, e.chunk), e.kind, e.microbatch},
+                                t.start, t.end});
+    }
+};
+
 template <schedule_policy P, iteration_costs Costs, class Sink>
 [[nodiscard]] constexpr iteration_simulation simulate(const iteration<P>& it, const Costs& costs, Sink& sink) {
     const verdict check = validate(it);
