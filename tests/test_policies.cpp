@@ -4,8 +4,6 @@
 
 #include <doctest/doctest.h>
 
-#include <map>
-#include <tuple>
 #include <vector>
 
 namespace ps = pipesched;
@@ -212,30 +210,13 @@ TEST_CASE_TEMPLATE("every unit runs exactly one F and one backward, F first, on 
     for_each_accepted_shape<P>([&](const P& pol) {
         ++shapes;
         const ps::shape s = pol.shape;
-        // (stage, mb) -> counts of F, B, I, W and the rank that ran them.
-        std::map<std::pair<std::uint32_t, std::uint32_t>, std::array<int, 4>> counts;
-        std::map<std::uint32_t, std::uint32_t> stage_rank;
-        bool order_ok = true;
-        bool ranks_ok = true;
-        for (std::uint32_t r = 0; r < s.ranks; ++r) {
-            for (ps::event e : ps::events(pol, r)) {
-                const std::uint32_t st = ps::stage_of(pol, e);
-                auto& c = counts[{st, e.microbatch}];
-                c[static_cast<std::size_t>(e.kind)]++;
-                if (ps::is_backward(e.kind) && c[0] == 0) order_ok = false;
-                if (e.kind == ps::op::backward_weight && c[2] == 0) order_ok = false;
-                if (!stage_rank.emplace(st, r).second && stage_rank[st] != r) ranks_ok = false;
-                if (e.rank != r || e.microbatch >= s.microbatches || e.chunk >= s.chunks) {
-                    ranks_ok = false;
-                }
-            }
-        }
+        const pipesched_test::unit_census units = pipesched_test::census(pol);
         INFO(P::name << " p=" << s.ranks << " m=" << s.microbatches << " v=" << s.chunks);
-        CHECK(order_ok);
-        CHECK(ranks_ok);
-        CHECK(counts.size() == std::size_t{s.stages()} * s.microbatches);
+        CHECK(units.order_ok);
+        CHECK(units.fields_ok);
+        CHECK(units.counts.size() == std::size_t{s.stages()} * s.microbatches);
         const bool split = P::backward_op == ps::op::backward_input;
-        for (const auto& [unit, c] : counts) {
+        for (const auto& [unit, c] : units.counts) {
             CHECK(c[0] == 1);
             CHECK(c[1] == (split ? 0 : 1));
             CHECK(c[2] == (split ? 1 : 0));

@@ -5,9 +5,12 @@
 #include <pipesched/io/action_text.hpp>
 #include <pipesched/pipesched.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <map>
+#include <utility>
 #include <vector>
 
 namespace pipesched_test {
@@ -102,6 +105,35 @@ bool naive_dependencies_met(const P& pol) {
         if (next[r] != seq[r].size()) return false;
     }
     return true;
+}
+
+/// What every (stage, microbatch) unit of a schedule runs, read off its events.
+struct unit_census {
+    /// (stage, microbatch) -> how many F, B, I, W (indexed by op).
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::array<int, 4>> counts;
+    bool order_ok = true;  ///< B or I after its F, W after its I
+    bool fields_ok = true; ///< rank, chunk, microbatch in range, no peer, each stage on one rank
+};
+
+template <ps::schedule_policy P>
+unit_census census(const P& pol) {
+    unit_census out;
+    std::map<std::uint32_t, std::uint32_t> stage_rank;
+    const ps::shape s = pol.shape;
+    for (std::uint32_t r = 0; r < s.ranks; ++r) {
+        for (ps::event e : ps::events(pol, r)) {
+            const std::uint32_t st = ps::stage_of(pol, e);
+            auto& c = out.counts[{st, e.microbatch}];
+            c[static_cast<std::size_t>(e.kind)]++;
+            if (ps::is_backward(e.kind) && c[0] == 0) out.order_ok = false;
+            if (e.kind == ps::op::backward_weight && c[2] == 0) out.order_ok = false;
+            if (!stage_rank.emplace(st, r).second && stage_rank[st] != r) out.fields_ok = false;
+            if (e.rank != r || e.microbatch >= s.microbatches || e.chunk >= s.chunks || e.peer != ps::no_peer) {
+                out.fields_ok = false;
+            }
+        }
+    }
+    return out;
 }
 
 /// Events of every rank three ways, compared: the cursor, at() (when the policy has it) and

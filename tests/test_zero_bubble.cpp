@@ -324,29 +324,12 @@ TEST_CASE_TEMPLATE("zb: every unit runs exactly one F, one I and one W, in that 
         ++shapes;
         const ps::shape s = pol.shape;
         INFO(P::name << " p=" << s.ranks << " m=" << s.microbatches << " v=" << s.chunks);
-        std::map<std::pair<std::uint32_t, std::uint32_t>, std::array<int, 4>> counts;
-        std::map<std::uint32_t, std::uint32_t> stage_rank;
-        bool order_ok = true;
-        bool fields_ok = true;
-        for (std::uint32_t r = 0; r < s.ranks; ++r) {
-            for (ps::event e : ps::events(pol, r)) {
-                const std::uint32_t st = ps::stage_of(pol, e);
-                auto& c = counts[{st, e.microbatch}];
-                c[static_cast<std::size_t>(e.kind)]++;
-                if (e.kind == op::backward_input && c[0] == 0) order_ok = false;
-                if (e.kind == op::backward_weight && c[2] == 0) order_ok = false;
-                if (!stage_rank.emplace(st, r).second && stage_rank[st] != r) fields_ok = false;
-                if (e.rank != r || e.microbatch >= s.microbatches || e.chunk >= s.chunks ||
-                    e.peer != ps::no_peer || e.kind == op::backward) {
-                    fields_ok = false;
-                }
-            }
-        }
-        CHECK(order_ok);
-        CHECK(fields_ok);
-        CHECK(counts.size() == std::size_t{s.stages()} * s.microbatches);
+        const pipesched_test::unit_census units = pipesched_test::census(pol);
+        CHECK(units.order_ok);
+        CHECK(units.fields_ok);
+        CHECK(units.counts.size() == std::size_t{s.stages()} * s.microbatches);
         bool once = true;
-        for (const auto& [unit, c] : counts) once = once && c == std::array<int, 4>{1, 0, 1, 1};
+        for (const auto& [unit, c] : units.counts) once = once && c == std::array<int, 4>{1, 0, 1, 1};
         CHECK(once);
     });
     CHECK(shapes > 0);
