@@ -1,5 +1,5 @@
 // pipesched demo
-#include <pipesched/io/action_text.hpp>
+#include <pipesched/action.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
