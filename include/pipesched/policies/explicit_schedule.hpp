@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../event.hpp"
@@ -108,6 +109,10 @@ public:
         if (per_rank_.size() < shape.ranks) per_rank_.resize(shape.ranks);
         per_rank_[e.rank].push_back(e);
     }
+
+protected:
+    /// For generators that build every rank's events at once (V-Min, V-Half).
+    void assign(std::vector<std::vector<event>>&& lists) { per_rank_ = std::move(lists); }
 
 private:
     [[nodiscard]] constexpr shape_check check_dims() const noexcept {
