@@ -39,6 +39,7 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -138,6 +139,13 @@ struct problem {
         return static_cast<double>(m) * (t[s].forward + t[s].backward_input + t[s].backward_weight);
     }
 };
+
+/// The shortest text that reads back as x ("0.5", "4", "1e+30").
+inline std::string number_text(double x) {
+    char buffer[64];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, x);
+    return std::string{buffer, r.ptr};
+}
 
 /// Tolerance for comparing sums of user-given doubles against a limit.
 [[nodiscard]] inline bool within(double value, double limit) noexcept {
@@ -678,11 +686,11 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
     }
     for (std::uint32_t k = 0; k < pr.p; ++k) {
         if (!as::within(out.smallest_limit[k], pr.mem[k].limit)) {
+            const double smallest = *std::max_element(out.smallest_limit.begin(), out.smallest_limit.end());
             out.message = "no schedule fits: stage " + std::to_string(k) + " has a memory limit of " +
-                          std::to_string(pr.mem[k].limit) + " but one microbatch needs " +
-                          std::to_string(out.smallest_limit[k]) + "; the smallest limit that fits is " +
-                          std::to_string(*std::max_element(out.smallest_limit.begin(), out.smallest_limit.end())) +
-                          " on every stage";
+                          as::number_text(pr.mem[k].limit) + " but one microbatch needs " +
+                          as::number_text(out.smallest_limit[k]) + " (max(M_B, M_W)); the smallest limit that fits " +
+                          (memory.per_stage.empty() ? "is " : "every stage is ") + as::number_text(smallest);
             return out;
         }
     }

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "../event.hpp"
-#include "../io/action_text.hpp"
+#include "../action.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 
