@@ -294,7 +294,7 @@ TEST_CASE("autoschedule: the Zero Bubble heuristic's spans, and never worse") {
     REQUIRE(r);
     CHECK(r.span == 21.0);
     CHECK(r.proven_optimal);
-    CHECK(r.method == "branch and bound");
+    CHECK(r.method != "heuristic");
     const auto again = ps::autoschedule({4, 4, 1}, uniform_costs(1, 1, 1, 0), limit_of(2));
     CHECK(ps::write_csv(again.schedule) == ps::write_csv(r.schedule)); // deterministic
 }
@@ -528,6 +528,8 @@ TEST_CASE("autoschedule: nothing fits, and bad input") {
     CHECK(ps::autoschedule({4, 8, 2}, costs, limit_of(4)).message ==
           "invalid input: autoschedule places one stage per rank: chunks must be 1");
     CHECK(ps::autoschedule({0, 8, 1}, costs, limit_of(4)).message == "invalid input: ranks must be at least 1");
+    CHECK(ps::autoschedule({2048, 1024, 1}, costs, limit_of(4)).message ==
+          "invalid input: ranks * microbatches must be at most 1048576 (2^20) for autoschedule");
     ps::pipeline_costs short_list = costs;
     short_list.per_stage.resize(3);
     CHECK(ps::autoschedule({4, 8, 1}, short_list, limit_of(4)).message ==

@@ -21,14 +21,18 @@
 //     so far, optionally not at all; 2 x 2 x 2 variants (warm-up may or may not cross the
 //     first I's return; a stage may or may not skip its F to let the next stage catch up; a
 //     gap within the bubble budget is or is not filled). These eight are the authors' search.
-//  2. The same eight under every tighter memory cap of k whole activations, k = 1 .. 2p+1
-//     (a smaller warm-up can shorten the span: the greedy is not monotone in the limit).
-//  3. The handcrafted ZB-H1 and ZB-H2 orders and 1F1B with I W right after each other, when
-//     they fit the limit.
-//  4. Local search from the best of those: swap adjacent actions of a stage when the order
+//  2. The same eight under tighter memory caps of k whole activations, k in 1 .. 2p+1 (at most
+//     16 values): a smaller warm-up can shorten the span; the greedy is not monotone in the
+//     limit.
+//  3. List scheduling in time order (an I or F when its input is there and memory allows, W's
+//     into gaps or when memory needs them; six variants). Far below p activations the greedy
+//     loses the pipeline's rhythm (p = 32, m = 256, limit 20: span 390k against 61k here).
+//  4. The handcrafted ZB-H1 and ZB-H2 orders and 1F1B with split backward when they fit, and
+//     1F1B with its warm-up capped by memory (W at once, deferred by s, or at the end).
+//  5. Local search from the best of those: swap adjacent actions of a stage when the order
 //     stays legal and within memory, keep a swap that lowers (span, makespan, sum of the
 //     stages' ends); a fixed budget of evaluations, so it terminates and is deterministic.
-//  5. Branch and bound over every order (each of F, I, W in microbatch order on each stage)
+//  6. Branch and bound over every order (each of F, I, W in microbatch order on each stage)
 //     on small shapes (3pm <= exact_actions), seeded with the best so far; when it completes
 //     the result is optimal and says so (proven_optimal).
 // Within one op type, microbatches keep their order on a stage, as in the heuristic; the tests
@@ -88,7 +92,7 @@ struct autoschedule_options {
     /// Local search: at most this many schedule evaluations.
     std::uint32_t local_search_evaluations = 4000;
     /// ...and at most this many replayed actions in all (about 3-5 ns each).
-    std::uint64_t local_search_work = 30'000'000;
+    std::uint64_t local_search_work = 10'000'000;
     /// Branch and bound when 3pm is at most this; 0 turns it off.
     std::uint32_t exact_actions = 48;
     /// Branch and bound gives up (and does not claim optimality) after this many nodes.
@@ -176,7 +180,10 @@ class evaluator {
 public:
     explicit evaluator(const problem& pr)
         : pr_{pr}, fend_(std::size_t{pr.p} * pr.m), iend_(std::size_t{pr.p} * pr.m),
-          pos_(pr.p), nf_(pr.p), ni_(pr.p), nw_(pr.p), free_(pr.p), first_(pr.p), memory_(pr.p) {}
+          pos_(pr.p), nf_(pr.p), ni_(pr.p), nw_(pr.p), free_(pr.p), first_(pr.p), memory_(pr.p),
+          blocked_(pr.p) {
+        work_.reserve(pr.p);
+    }
 
     evaluation run(const order& o) {
         evaluation out{};
@@ -192,14 +199,17 @@ public:
         std::fill(first_.begin(), first_.end(), unset);
         std::fill(memory_.begin(), memory_.end(), 0.0);
         out.peak.assign(p, 0.0);
-        bool progress = true;
+        // A worklist of ranks that can move: a rank runs until its next input is missing and
+        // is woken by the rank that produces that input (linear in the actions).
         bool broken = false;
-        while (progress && !broken) {
-            progress = false;
-            for (std::uint32_t k = 0; k < 2 * p && !broken; ++k) {
-                const std::uint32_t s = k < p ? k : 2 * p - 1 - k; // down, then up
-                if (advance(o, s, out, broken)) progress = true;
-            }
+        std::fill(blocked_.begin(), blocked_.end(), std::uint8_t{0});
+        work_.clear();
+        for (std::uint32_t s = p; s-- > 0;) work_.push_back(s);
+        while (!work_.empty() && !broken) {
+            const std::uint32_t s = work_.back();
+            work_.pop_back();
+            blocked_[s] = 0;
+            advance(o, s, out, broken);
         }
         if (broken) return out;
         for (std::uint32_t s = 0; s < p; ++s) {
@@ -225,33 +235,39 @@ private:
         return std::size_t{s} * pr_.m + i;
     }
 
-    bool advance(const order& o, std::uint32_t s, evaluation& out, bool& broken) {
+    void wake(std::uint32_t s) {
+        if (blocked_[s] != 0) {
+            blocked_[s] = 0;
+            work_.push_back(s);
+        }
+    }
+
+    void advance(const order& o, std::uint32_t s, evaluation& out, bool& broken) {
         const std::vector<kind>& seq = o[s];
-        bool moved = false;
         while (pos_[s] < seq.size()) {
             const kind k = seq[pos_[s]];
             double ready = 0.0;
             if (k == kind::f) {
                 const std::uint32_t i = nf_[s];
-                if (i >= pr_.m) { broken = true; return moved; }
+                if (i >= pr_.m) { broken = true; return; }
                 if (s > 0) {
                     const double t = fend_[idx(s - 1, i)];
-                    if (t == unset) break;
+                    if (t == unset) { blocked_[s] = 1; return; }
                     ready = t + pr_.comm;
                 }
             } else if (k == kind::i) {
                 const std::uint32_t i = ni_[s];
-                if (i >= nf_[s]) { broken = true; return moved; }
+                if (i >= nf_[s]) { broken = true; return; }
                 if (s + 1 == pr_.p) {
                     ready = fend_[idx(s, i)];
                 } else {
                     const double t = iend_[idx(s + 1, i)];
-                    if (t == unset) break;
+                    if (t == unset) { blocked_[s] = 1; return; }
                     ready = t + pr_.comm;
                 }
             } else if (nw_[s] >= ni_[s]) {
                 broken = true;
-                return moved;
+                return;
             }
             const double start = std::max(ready, free_[s]);
             const double end = start + pr_.cost(s, k);
@@ -259,19 +275,25 @@ private:
             free_[s] = end;
             memory_[s] += pr_.memory_change(s, k);
             out.peak[s] = std::max(out.peak[s], memory_[s]);
-            if (k == kind::f) fend_[idx(s, nf_[s]++)] = end;
-            else if (k == kind::i) iend_[idx(s, ni_[s]++)] = end;
-            else ++nw_[s];
+            if (k == kind::f) {
+                fend_[idx(s, nf_[s]++)] = end;
+                if (s + 1 < pr_.p) wake(s + 1);
+            } else if (k == kind::i) {
+                iend_[idx(s, ni_[s]++)] = end;
+                if (s > 0) wake(s - 1);
+            } else {
+                ++nw_[s];
+            }
             ++pos_[s];
-            moved = true;
         }
-        return moved;
     }
 
     const problem& pr_;
     std::vector<double> fend_, iend_;
     std::vector<std::uint32_t> pos_, nf_, ni_, nw_;
     std::vector<double> free_, first_, memory_;
+    std::vector<std::uint8_t> blocked_;
+    std::vector<std::uint32_t> work_;
 };
 
 /// The published greedy (see the header comment), one variant, under a memory cap per stage.
@@ -396,6 +418,125 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
     }
     for (std::uint32_t s = 0; s < p; ++s) {
         while (nw[s] < m) put(s, kind::w);
+    }
+    return out;
+}
+
+/// 1F1B under a memory cap: stage s keeps at most w_s + 1 forwards ahead of its I's, with
+/// w_s = min(p-1-s, cap_s / M_B - 1), and runs a W as soon as more than `deferred(s)` are
+/// pending or memory needs one. Below p activations the published greedy loses its rhythm;
+/// this one only slows the pipeline to what the cap allows.
+template <class Deferred>
+order capped_one_f_one_b(const problem& pr, const std::vector<double>& cap, Deferred deferred) {
+    order out(pr.p);
+    for (std::uint32_t s = 0; s < pr.p; ++s) {
+        const double per_f = pr.mem[s].activation;
+        const double fits = per_f > 0.0 ? std::floor(cap[s] / per_f + 1e-9) : static_cast<double>(pr.m);
+        const auto in_flight = static_cast<std::uint32_t>(std::clamp(fits, 1.0, static_cast<double>(pr.p - s)));
+        const std::uint32_t pending_w = deferred(s);
+        std::uint32_t nf = 0, ni = 0, nw = 0;
+        double memory = 0.0;
+        std::vector<kind>& seq = out[s];
+        seq.reserve(3 * std::size_t{pr.m});
+        const auto run = [&](kind k) {
+            memory += pr.memory_change(s, k);
+            seq.push_back(k);
+            nf += k == kind::f;
+            ni += k == kind::i;
+            nw += k == kind::w;
+        };
+        while (nw < pr.m) {
+            if (nf < pr.m && nf - ni < in_flight) {
+                while (!within(memory + pr.memory_change(s, kind::f), cap[s]) && nw < ni) run(kind::w);
+                if (within(memory + pr.memory_change(s, kind::f), cap[s])) {
+                    run(kind::f);
+                    continue;
+                }
+            }
+            if (ni < nf) {
+                while (!within(memory + pr.memory_change(s, kind::i), cap[s]) && nw < ni) run(kind::w);
+                if (!within(memory + pr.memory_change(s, kind::i), cap[s])) return {};
+                run(kind::i);
+                while (ni - nw > pending_w) run(kind::w);
+                continue;
+            }
+            if (nw < ni) {
+                run(kind::w);
+                continue;
+            }
+            return {}; // cannot happen with cap >= max(M_B, M_W); refuse rather than loop
+        }
+    }
+    return out;
+}
+
+/// List scheduling in time order: whenever a rank is free it runs what is ready, an I before an
+/// F (or the reverse with forward_first), an F only when it fits in memory (W's first if they
+/// make room), and a W when memory needs one, when the wait for the next input is at least
+/// T_W long (fill = gaps) or whenever one is pending and nothing else is ready (fill = eager).
+/// Ranks are committed in order of their next start, so every input that can arrive before a
+/// decision is known when it is made. Adapts to any memory limit, including far below p.
+enum class w_fill : std::uint8_t { lazy, gaps, eager };
+
+inline order list_schedule(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill) {
+    const std::uint32_t p = pr.p;
+    const std::uint32_t m = pr.m;
+    constexpr double never = std::numeric_limits<double>::infinity();
+    order out(p);
+    std::vector<std::uint32_t> nf(p, 0), ni(p, 0), nw(p, 0);
+    std::vector<double> free(p, 0.0), memory(p, 0.0);
+    std::vector<double> fend(std::size_t{p} * m, never), iend(std::size_t{p} * m, never);
+    const auto at = [m](std::uint32_t s, std::uint32_t i) { return std::size_t{s} * m + i; };
+    struct proposal {
+        double start = never;
+        kind what = kind::f;
+    };
+    const auto propose = [&](std::uint32_t s) {
+        proposal best{};
+        if (nw[s] == m) return best;
+        double f_ready = never;
+        if (nf[s] < m && within(memory[s] + pr.memory_change(s, kind::f), cap[s])) {
+            f_ready = s == 0 ? 0.0 : fend[at(s - 1, nf[s])] + pr.comm;
+        }
+        double i_ready = never;
+        if (ni[s] < nf[s]) {
+            i_ready = s + 1 == p ? fend[at(s, ni[s])] : iend[at(s + 1, ni[s])] + pr.comm;
+            if (!within(memory[s] + pr.memory_change(s, kind::i), cap[s])) i_ready = never;
+        }
+        const double f_start = std::max(free[s], f_ready);
+        const double i_start = std::max(free[s], i_ready);
+        if (i_start < f_start || (i_start == f_start && !forward_first && i_ready != never)) best = {i_start, kind::i};
+        else if (f_ready != never) best = {f_start, kind::f};
+        if (nw[s] < ni[s]) {
+            const bool memory_bound = nf[s] < m && f_ready == never && i_ready == never;
+            const bool nothing_else = best.start == never;
+            const bool gap = best.start >= free[s] + pr.cost(s, kind::w);
+            if (memory_bound || nothing_else || (fill == w_fill::gaps && gap) ||
+                (fill == w_fill::eager && best.start > free[s])) {
+                best = {free[s], kind::w};
+            }
+        }
+        return best;
+    };
+    std::vector<proposal> next(p);
+    for (std::uint32_t s = 0; s < p; ++s) next[s] = propose(s);
+    for (std::size_t done = 0; done < 3 * std::size_t{p} * m; ++done) {
+        std::uint32_t pick = p;
+        for (std::uint32_t s = 0; s < p; ++s) {
+            if (next[s].start != never && (pick == p || next[s].start < next[pick].start)) pick = s;
+        }
+        if (pick == p) return {}; // stuck (cannot happen with cap >= max(M_B, M_W))
+        const proposal run = next[pick];
+        const double end = run.start + pr.cost(pick, run.what);
+        free[pick] = end;
+        memory[pick] += pr.memory_change(pick, run.what);
+        out[pick].push_back(run.what);
+        if (run.what == kind::f) fend[at(pick, nf[pick]++)] = end;
+        else if (run.what == kind::i) iend[at(pick, ni[pick]++)] = end;
+        else ++nw[pick];
+        next[pick] = propose(pick);
+        if (pick > 0) next[pick - 1] = propose(pick - 1);
+        if (pick + 1 < p) next[pick + 1] = propose(pick + 1);
     }
     return out;
 }
@@ -625,10 +766,16 @@ inline problem make_problem(const shape& s, const pipeline_costs& costs, const p
     return pr;
 }
 
+inline constexpr std::uint64_t max_units = std::uint64_t{1} << 20;
+
 /// "" if the input is usable, else what is wrong with it.
 inline std::string check_input(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory) {
     if (const shape_check c = check_common(s); !c) return std::string{c.message};
     if (s.chunks != 1) return "autoschedule places one stage per rank: chunks must be 1";
+    // The search keeps O(pm) arrays and runs the greedy O(pm) times p at most: bound both.
+    if (std::uint64_t{s.ranks} * s.microbatches > max_units) {
+        return "ranks * microbatches must be at most 1048576 (2^20) for autoschedule";
+    }
     if (!costs.per_stage.empty() && costs.per_stage.size() != s.ranks) {
         return "per-stage costs: expected " + std::to_string(s.ranks) + " stages, got " +
                std::to_string(costs.per_stage.size());
@@ -728,19 +875,34 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
     run_variants(cap, "heuristic");
     if (have) out.heuristic_span = best_eval.span;
 
-    // 2. Tighter caps.
-    for (std::uint32_t k = 1; k <= 2 * pr.p + 1 && k <= pr.m + 1; ++k) {
-        std::vector<double> tighter(pr.p);
-        bool differs = false;
-        for (std::uint32_t q = 0; q < pr.p; ++q) {
-            const double c = static_cast<double>(k) * pr.mem[q].activation;
-            tighter[q] = std::min(cap[q], std::max(c, out.smallest_limit[q]));
-            differs = differs || tighter[q] < cap[q];
+    // 2. Tighter caps: k whole activations for k = 1 .. 2p+1, at most 16 of them evenly spread
+    //    (each costs eight greedy runs).
+    {
+        const std::uint32_t top = std::min(2 * pr.p + 1, pr.m + 1);
+        const std::uint32_t step = (top + 15) / 16;
+        for (std::uint32_t k = 1; k <= top; k += step) {
+            std::vector<double> tighter(pr.p);
+            bool differs = false;
+            for (std::uint32_t q = 0; q < pr.p; ++q) {
+                const double c = static_cast<double>(k) * pr.mem[q].activation;
+                tighter[q] = std::min(cap[q], std::max(c, out.smallest_limit[q]));
+                differs = differs || tighter[q] < cap[q];
+            }
+            if (differs) run_variants(tighter, "heuristic under a tighter memory cap");
         }
-        if (differs) run_variants(tighter, "heuristic under a tighter memory cap");
     }
 
-    // 3. Handcrafted orders.
+    // 3. List scheduling under the limit.
+    for (const bool forward_first : {false, true}) {
+        for (const as::w_fill fill : {as::w_fill::lazy, as::w_fill::gaps, as::w_fill::eager}) {
+            consider(as::list_schedule(pr, cap, forward_first, fill), "list scheduling under the memory limit");
+        }
+    }
+    // 4. Handcrafted orders, and 1F1B under the cap (W at once, or deferred as in ZB-H1).
+    for (const std::uint32_t shift : {0U, 1U, pr.p}) {
+        consider(as::capped_one_f_one_b(pr, cap, [&](std::uint32_t stage) { return shift == 1 ? stage : shift == 0 ? 0U : pr.m; }),
+                 "1F1B under the memory cap");
+    }
     {
         const zb_h1 h1{shape{pr.p, pr.m, 1}};
         if (h1.check()) consider(as::letters_of(h1), "ZB-H1");
@@ -762,7 +924,7 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
         consider(std::move(sequential), "one microbatch at a time");
     }
 
-    // 4. Local search.
+    // 5. Local search.
     // Each evaluation replays all 3pm actions: cap the total work so that big shapes stay fast.
     const std::uint64_t per_eval = 3ULL * pr.p * pr.m;
     const auto affordable = static_cast<std::uint32_t>(
@@ -773,7 +935,7 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
         if (best_eval.better_than(before)) out.method = "local search";
     }
 
-    // 5. Exact search on small shapes.
+    // 6. Exact search on small shapes.
     if (options.exact_actions > 0 && 3ULL * pr.p * pr.m <= options.exact_actions) {
         as::exact_search bb{pr, options.exact_nodes};
         as::order found = best;
