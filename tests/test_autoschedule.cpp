@@ -543,6 +543,17 @@ TEST_CASE("autoschedule: nothing fits, and bad input") {
           "invalid input: the memory limit must be >= 0");
 }
 
+TEST_CASE("autoschedule: the README example") {
+    ps::pipeline_costs costs{.uniform = {18.522, 18.086, 9.337}, .p2p = 0.601};  // T_F, T_I, T_W
+    ps::pipeline_memory memory{.uniform = {.activation = 1, .weight = 1, .limit = 8}};
+    ps::autoschedule_result r = ps::autoschedule({8, 24, 1}, costs, memory);
+    REQUIRE(r);
+    CHECK(r.span == doctest::Approx(1310.405).epsilon(1e-12)); // the heuristic's, see above
+    CHECK(r.bubble_fraction == doctest::Approx(0.1585).epsilon(1e-3));
+    CHECK(r.peak_memory == std::vector<double>(8, 8.0));
+    CHECK(ps::write_csv(r.schedule).substr(0, 12) == "0F0,0F1,0F2,");
+}
+
 TEST_CASE("best named schedule that fits") {
     const auto costs = uniform_costs(1, 1, 1, 0);
     // Limit 4 = p: ZB-H1 fits (peak 4) and ZB-H2 (peak 7) does not; ZB-V fits with 2p chunk

@@ -22,7 +22,7 @@
 //     first I's return; a stage may or may not skip its F to let the next stage catch up; a
 //     gap within the bubble budget is or is not filled). These eight are the authors' search.
 //  2. The same eight under tighter memory caps of k whole activations, k in 1 .. 2p+1 (at most
-//     16 values): a smaller warm-up can shorten the span; the greedy is not monotone in the
+//     8 values): a smaller warm-up can shorten the span; the greedy is not monotone in the
 //     limit.
 //  3. List scheduling in time order (an I or F when its input is there and memory allows, W's
 //     into gaps or when memory needs them; six variants). Far below p activations the greedy
@@ -92,7 +92,7 @@ struct autoschedule_options {
     /// Local search: at most this many schedule evaluations.
     std::uint32_t local_search_evaluations = 4000;
     /// ...and at most this many replayed actions in all (about 3-5 ns each).
-    std::uint64_t local_search_work = 10'000'000;
+    std::uint64_t local_search_work = 6'000'000;
     /// Branch and bound when 3pm is at most this; 0 turns it off.
     std::uint32_t exact_actions = 48;
     /// Branch and bound gives up (and does not claim optimality) after this many nodes.
@@ -875,11 +875,11 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
     run_variants(cap, "heuristic");
     if (have) out.heuristic_span = best_eval.span;
 
-    // 2. Tighter caps: k whole activations for k = 1 .. 2p+1, at most 16 of them evenly spread
+    // 2. Tighter caps: k whole activations for k = 1 .. 2p+1, at most 8 of them evenly spread
     //    (each costs eight greedy runs).
     {
         const std::uint32_t top = std::min(2 * pr.p + 1, pr.m + 1);
-        const std::uint32_t step = (top + 15) / 16;
+        const std::uint32_t step = (top + 7) / 8;
         for (std::uint32_t k = 1; k <= top; k += step) {
             std::vector<double> tighter(pr.p);
             bool differs = false;
