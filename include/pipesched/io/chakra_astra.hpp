@@ -102,7 +102,7 @@ struct p2p_key {
     if (ranks.empty()) return fail("no ranks");
     const std::uint64_t n_ranks = ranks.size();
     std::map<detail::p2p_key, std::int64_t> balance; // sends - receives per message
-    std::map<detail::p2p_key, std::pair<std::size_t, std::uint64_t>> example;
+    std::map<detail::p2p_key, std::pair<std::size_t, const node*>> example;
     for (std::size_t r = 0; r < ranks.size(); ++r) {
         const trace& t = ranks[r];
         if (t.version.empty()) return fail("rank " + std::to_string(r) + ": GlobalMetadata has no version");
@@ -189,7 +189,7 @@ struct p2p_key {
                 if (size == 0) return fail(where(r, n) + ": comm_size must be at least 1 byte");
                 const detail::p2p_key key{src, dst, tag, size};
                 balance[key] += send ? 1 : -1;
-                example.emplace(key, std::pair{r, n.id});
+                example.emplace(key, std::pair{r, &n});
                 break;
             }
             case node_type::comm_coll: {
@@ -223,8 +223,8 @@ struct p2p_key {
     }
     for (const auto& [key, count] : balance) {
         if (count == 0) continue;
-        const auto& [rank, id] = example.at(key);
-        return fail("rank " + std::to_string(rank) + ", node " + std::to_string(id) + ": message (src " +
+        const auto& [rank, first] = example.at(key);
+        return fail(where(rank, *first) + ": message (src " +
                     std::to_string(key.src) + ", dst " + std::to_string(key.dst) + ", tag " + std::to_string(key.tag) +
                     ", size " + std::to_string(key.size) + ") has " +
                     (count > 0 ? std::to_string(count) + " more send(s) than receives"

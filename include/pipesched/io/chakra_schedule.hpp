@@ -43,6 +43,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -387,6 +388,35 @@ template <schedule_policy P>
         out.ranks.clear();
         out.groups.clear();
     }
+    return out;
+}
+
+} // namespace pipesched::chakra
+
+namespace pipesched::chakra {
+
+/// What ASTRA-sim's analytical congestion-unaware backend reports for a schedule: export_traces()
+/// then predict_astra() on a FullyConnected network. `error` is set when the schedule cannot be
+/// exported; the prediction's `approximate` when it holds collectives.
+struct astra_simulation {
+    prediction result;
+    std::string error;
+    [[nodiscard]] explicit operator bool() const noexcept { return error.empty(); }
+};
+
+template <schedule_policy P>
+[[nodiscard]] astra_simulation simulate_astra(const P& policy, const iteration_cost_model& costs,
+                                              const export_options& o = {}, const astra_network& net = {}) {
+    astra_simulation out;
+    const export_result traces = export_traces(policy, costs, o);
+    if (!traces) {
+        out.error = traces.error;
+        return out;
+    }
+    std::map<std::string, std::vector<std::uint32_t>> groups;
+    for (const comm_group& g : traces.groups) groups[std::to_string(g.id)] = g.ranks;
+    out.result = predict_astra(traces.ranks, net, groups);
+    if (!out.result.check) out.error = out.result.check.message;
     return out;
 }
 
