@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <stdexcept>
 #include <system_error>
 
 namespace pipesched::cli {
@@ -330,4 +331,22 @@ int print_status(std::string_view text) {
     return exit_output_failed;
 }
 
+[[noreturn]] void fail_simulation(std::string_view schedule, const pipesched::verdict& v) {
+    if (v.code != pipesched::verdict_code::invalid_cost && v.code != pipesched::verdict_code::time_overflow)
+        throw std::logic_error{"a library schedule failed validation: " + pipesched::describe(v)};
+    std::string key = "p2p";
+    switch (v.subject.kind) {
+    case pipesched::op::forward: key = "F"; break;
+    case pipesched::op::backward: key = "B"; break;
+    case pipesched::op::backward_input: key = "I"; break;
+    case pipesched::op::backward_weight: key = "W"; break;
+    default: break;
+    }
+    if (v.code == pipesched::verdict_code::time_overflow)
+        fail("--cost: the " + key + " costs of " + std::string{schedule} +
+             " add up beyond the largest finite time (about 1.8e308): " + pipesched::describe(v));
+    fail("--cost: " + key + " is not usable for " + std::string{schedule} + ": " + pipesched::describe(v));
+}
+
 } // namespace pipesched::cli
+
