@@ -54,23 +54,21 @@ std::string spell(const P& pol, std::uint32_t rank) {
 // The user's question, answered: p = 1, m = 2, Megatron's defaults.
 inline constexpr ps::iteration user_1f1b{ps::one_f_one_b<>{{1, 2, 1}}};
 inline constexpr ps::iteration user_gpipe{ps::gpipe<>{{1, 2, 1}}};
-static_assert(ps::validate(user_1f1b));
-static_assert(ps::validate(user_gpipe));
-static_assert(ps::require_valid<user_1f1b>()); // optimizer after every gradient sync, at compile time
+PIPESCHED_VERIFY(ps::validate(user_1f1b));
+PIPESCHED_VERIFY(ps::validate(user_gpipe));
+PIPESCHED_VERIFY(ps::require_valid<user_1f1b>()); // optimizer after every gradient sync, at compile time
 constexpr auto user_events = ps::to_array<user_1f1b>();
-static_assert(user_events.size() == 9); // F0 loss0 B0 F1 loss1 B1 sync norm step
-static_assert(user_events[1].kind == op::loss && user_events[2].kind == op::backward);
-static_assert(user_events[8].kind == op::optimizer_step);
+PIPESCHED_VERIFY(user_events.size() == 9); // F0 loss0 B0 F1 loss1 B1 sync norm step
+PIPESCHED_VERIFY(user_events[1].kind == op::loss && user_events[2].kind == op::backward);
+PIPESCHED_VERIFY(user_events[8].kind == op::optimizer_step);
 
 inline constexpr ps::iteration_options overlapped_options{
     ps::grad_sync_mode::overlapped, ps::param_gather_mode::after_step, true, true, true};
 inline constexpr ps::iteration interleaved_full{ps::interleaved_1f1b<ps::backward_kind::split>{{2, 4, 2}},
                                                 overlapped_options};
-static_assert(ps::validate(interleaved_full));
+PIPESCHED_VERIFY(ps::validate(interleaved_full));
 
 TEST_CASE("iteration: exact streams, checked by hand against Megatron's order") {
-    CHECK(ps::validate(user_1f1b));
-    CHECK(ps::validate(interleaved_full));
     CHECK(spell(user_1f1b, 0) == "F0 loss0 B0 F1 loss1 B1 sync norm step");
     CHECK(spell(user_gpipe, 0) == "F0 loss0 F1 loss1 B0 B1 sync norm step");
 

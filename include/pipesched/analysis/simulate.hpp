@@ -22,6 +22,11 @@
 // Memory model, in chunk activations: a unit's activation is allocated by its F and freed by
 // the end of its B, or, for a split backward, by its W. I frees nothing: the weight gradient
 // still needs the stored inputs. This is the accounting of Qi et al. (ZB-H1 peak p).
+// The general form (Qi et al. 2024, section 3.1), in any unit, per stage: F adds M_B
+// (stage_costs::activation_memory), I releases M_B - M_W (keeping the M_W that W needs,
+// stage_costs::weight_memory), W releases M_W, a full B releases M_B. rank_summary::peak_memory
+// is the peak of that sum on each rank; with the defaults M_B = M_W = 1 it equals
+// peak_activations.
 //
 // Linear in the number of actions; the only allocations are O(p + stages * m) arrays made
 // once before the replay, none per event. constexpr: a scalar read off the result works in
@@ -50,6 +55,10 @@ struct stage_costs {
     /// An overlapped pair whose F runs on this stage ("F&B" in DualPipe's bubble formula);
     /// negative (the default): F + B of the two actions, no speed-up.
     double overlapped_forward_backward = -1.0;
+    /// M_B: memory one unit's F allocates on this stage (memory model above).
+    double activation_memory = 1.0;
+    /// M_W: the part of it that W still needs after I; I releases M_B - M_W, W releases M_W.
+    double weight_memory = 1.0;
 };
 
 struct cost_model {
@@ -65,6 +74,18 @@ struct cost_model {
         case op::backward: return c.backward;
         case op::backward_input: return c.backward_input;
         case op::backward_weight: return c.backward_weight;
+        default: return 0.0;
+        }
+    }
+
+    /// Change of the rank's memory when `a` runs (memory model above).
+    [[nodiscard]] constexpr double memory_change(const action& a) const noexcept {
+        const stage_costs& c = a.stage < per_stage.size() ? per_stage[a.stage] : uniform;
+        switch (a.kind) {
+        case op::forward: return c.activation_memory;
+        case op::backward: return -c.activation_memory;
+        case op::backward_input: return c.weight_memory - c.activation_memory;
+        case op::backward_weight: return -c.weight_memory;
         default: return 0.0;
         }
     }
@@ -99,6 +120,7 @@ struct rank_summary {
     double busy = 0.0;
     double idle = 0.0;             ///< makespan - busy
     std::uint32_t peak_activations = 0;
+    double peak_memory = 0.0;      ///< in the units of stage_costs::activation_memory
     double first_start = 0.0;
     double last_end = 0.0;
 };
@@ -113,6 +135,11 @@ struct simulation {
     [[nodiscard]] constexpr std::uint32_t max_peak_activations() const noexcept {
         std::uint32_t peak = 0;
         for (const rank_summary& r : ranks) peak = r.peak_activations > peak ? r.peak_activations : peak;
+        return peak;
+    }
+    [[nodiscard]] constexpr double max_peak_memory() const noexcept {
+        double peak = 0.0;
+        for (const rank_summary& r : ranks) peak = r.peak_memory > peak ? r.peak_memory : peak;
         return peak;
     }
 };
@@ -281,6 +308,7 @@ private:
         std::uint32_t weight_position = 0; ///< W's in [position, weight_position) ran early
         double free_at = 0.0;
         std::int64_t alive = 0;
+        double memory = 0.0;
         bool queued = false;
         bool started = false;
     };
@@ -348,6 +376,8 @@ private:
             st.started = true;
         }
         sum.last_end = end;
+        st.memory += costs_.memory_change(a);
+        if (st.memory > sum.peak_memory) sum.peak_memory = st.memory;
         if (a.kind == op::forward) {
             if (a.stage + 1 < stages_) {
                 pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::forward_result), end);
