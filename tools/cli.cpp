@@ -299,9 +299,13 @@ pipesched::cost_model cost_model_for(const cost_request& c, std::uint32_t chunks
 }
 
 std::string fixed(double x, int decimals) {
-    char buffer[64];
-    const auto r = std::to_chars(buffer, buffer + sizeof buffer, x, std::chars_format::fixed, decimals);
-    return std::string{buffer, r.ptr};
+    // 309 integer digits for the largest double, the point and the decimals: 512 always fits,
+    // so the raw buffer is never printed after a failed conversion (it once was, with 64).
+    std::array<char, 512> buffer{};
+    const auto r = std::to_chars(buffer.data(), buffer.data() + buffer.size(), x, std::chars_format::fixed, decimals);
+    if (r.ec != std::errc{})
+        throw std::logic_error{"number formatting failed"};
+    return std::string{buffer.data(), r.ptr};
 }
 
 std::string format_choice(const parsed_args& args, std::initializer_list<std::string_view> allowed) {
