@@ -64,10 +64,14 @@ public:
         }
         return shape_ok;
     }
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const noexcept {
+    // The policy contract (policy.hpp): a rejected shape or a rank outside it throws
+    // contract_error instead of answering with an empty rank.
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         return rank < per_rank_.size() ? per_rank_[rank].size() : 0;
     }
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         if (rank >= per_rank_.size()) return cursor_type{};
         return cursor_type{std::span<const event>{per_rank_[rank]}};
     }
