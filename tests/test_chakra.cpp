@@ -269,6 +269,14 @@ TEST_CASE("chakra export: a whole iteration with data parallelism, collectives a
     CHECK(t.nodes[7].find("pg_name")->text == "4"); // grad_norm over replica 1's pipeline
     CHECK(t.nodes[7].data_deps == std::vector<std::uint64_t>{6});
     CHECK(t.nodes[9].unsigned_attr("comm_type") == std::optional<std::uint64_t>{2}); // ALL_GATHER
+    // Rank 0: the received gradient feeds the backward, not the recompute before it.
+    const ck::trace& first = ex.ranks[0];
+    REQUIRE(names(first).size() == 9);
+    CHECK(first.nodes[2].name == "0RECV_B0");
+    CHECK(first.nodes[3].name == "0RECOMPUTE0");
+    CHECK(first.nodes[3].data_deps.empty());
+    CHECK(first.nodes[3].ctrl_deps == std::vector<std::uint64_t>{2});
+    CHECK(first.nodes[4].data_deps == std::vector<std::uint64_t>{2});
 }
 
 TEST_CASE("chakra export: every schedule, iteration option and replica count gives traces ASTRA-sim can run") {
