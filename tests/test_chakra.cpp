@@ -130,6 +130,17 @@ TEST_CASE("chakra: the reader takes what protobuf parsers take") {
     CHECK(r.value.nodes[0].id == 9);
     CHECK(r.value.nodes[0].ctrl_deps == std::vector<std::uint64_t>{3, 4});
     CHECK(r.value.nodes[0].find("d")->kind == ck::value_kind::other);
+    // Written back, the double is kept as it was read; a later oneof member replaces an earlier one.
+    CHECK(ck::read_trace(ck::encode(r.value)).value == r.value);
+    const std::string twice = bytes({0x0a, 1, 'x', 0xea, 0x01, 1, 's', 0x68, 7}); // string "s", then uint64 7
+    const std::string node2 = bytes({0x52, static_cast<int>(twice.size())}) + twice;
+    const ck::read_result r2 = ck::read_trace(bytes({7, 0x0a, 5}) + "0.0.4" + bytes({static_cast<int>(node2.size())}) + node2);
+    REQUIRE(r2);
+    const ck::attribute& x = r2.value.nodes[0].attrs[0];
+    CHECK(x.kind == ck::value_kind::uint64);
+    CHECK(x.unsigned_value == 7);
+    CHECK(x.text.empty());
+    CHECK(ck::read_trace(ck::encode(r2.value)).value == r2.value);
 }
 
 TEST_CASE("chakra: malformed files are refused with the byte offset and field") {
@@ -258,6 +269,14 @@ TEST_CASE("chakra export: a whole iteration with data parallelism, collectives a
     CHECK(t.nodes[7].find("pg_name")->text == "4"); // grad_norm over replica 1's pipeline
     CHECK(t.nodes[7].data_deps == std::vector<std::uint64_t>{6});
     CHECK(t.nodes[9].unsigned_attr("comm_type") == std::optional<std::uint64_t>{2}); // ALL_GATHER
+    // Rank 0: the received gradient feeds the backward, not the recompute before it.
+    const ck::trace& first = ex.ranks[0];
+    REQUIRE(names(first).size() == 9);
+    CHECK(first.nodes[2].name == "0RECV_B0");
+    CHECK(first.nodes[3].name == "0RECOMPUTE0");
+    CHECK(first.nodes[3].data_deps.empty());
+    CHECK(first.nodes[3].ctrl_deps == std::vector<std::uint64_t>{2});
+    CHECK(first.nodes[4].data_deps == std::vector<std::uint64_t>{2});
 }
 
 TEST_CASE("chakra export: every schedule, iteration option and replica count gives traces ASTRA-sim can run") {

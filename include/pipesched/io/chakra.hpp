@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace pipesched::chakra {
@@ -101,6 +102,7 @@ struct attribute {
     std::uint64_t unsigned_value = 0; ///< uint32, uint64, bool (0 or 1)
     std::string text;                 ///< string
     std::vector<bool> bools;          ///< bool_list
+    std::string raw;                  ///< other: the member's key and value bytes, written back as read
 
     [[nodiscard]] static attribute of_int64(std::string n, std::int64_t v) {
         attribute a;
@@ -249,8 +251,8 @@ inline std::string encode_attribute(const attribute& a) {
         put_bytes(out, 28, list);
         break;
     }
-    case value_kind::none:
-    case value_kind::other: break; // nothing to write
+    case value_kind::other: out.append(a.raw); break;
+    case value_kind::none: break;
     }
     return out;
 }
@@ -436,6 +438,16 @@ struct parse_failure {
     return {};
 }
 
+/// A oneof member replaces any member read before it (the last one wins, as in protobuf).
+inline void clear_value(attribute& a) {
+    a.kind = value_kind::none;
+    a.signed_value = 0;
+    a.unsigned_value = 0;
+    a.text.clear();
+    a.bools.clear();
+    a.raw.clear();
+}
+
 [[nodiscard]] inline parse_failure parse_attribute(std::string_view body, std::size_t base, attribute& a) {
     wire_reader r{body, base};
     while (!r.done()) {
@@ -467,8 +479,7 @@ struct parse_failure {
                                                         : "Node.attr.bool_val";
             if (auto f = expect(0, name); f.code != read_errc::none) return f;
             if (const read_errc e = r.varint(v); e != read_errc::none) return {e, at, name};
-            a.signed_value = 0;
-            a.unsigned_value = 0;
+            clear_value(a);
             if (field == 7) {
                 a.kind = value_kind::int32;
                 a.signed_value = static_cast<std::int32_t>(static_cast<std::uint32_t>(v & 0xFFFFFFFFu));
@@ -490,8 +501,8 @@ struct parse_failure {
         case 28: {
             if (auto f = expect(2, "Node.attr.bool_list"); f.code != read_errc::none) return f;
             if (const read_errc e = r.bytes(bytes); e != read_errc::none) return {e, at, "Node.attr.bool_list"};
+            clear_value(a);
             a.kind = value_kind::bool_list;
-            a.bools.clear();
             wire_reader list{bytes, r.offset() - bytes.size()};
             while (!list.done()) {
                 const std::size_t item = list.offset();
@@ -515,13 +526,19 @@ struct parse_failure {
         case 29:
             if (auto f = expect(2, "Node.attr.string_val"); f.code != read_errc::none) return f;
             if (const read_errc e = r.bytes(bytes); e != read_errc::none) return {e, at, "Node.attr.string_val"};
+            clear_value(a);
             a.kind = value_kind::string;
             a.text = std::string{bytes};
             break;
         default:
             if (const read_errc e = r.skip(w); e != read_errc::none) return {e, at, "Node.attr"};
-            // Another member of the value oneof (3..32) replaces whatever was set before.
-            if (field >= 3 && field <= 32) a.kind = value_kind::other;
+            // Another member of the value oneof (3..32) replaces whatever was set before; its
+            // bytes are kept so that writing the attribute back loses nothing.
+            if (field >= 3 && field <= 32) {
+                clear_value(a);
+                a.kind = value_kind::other;
+                a.raw = std::string{body.substr(at - base, r.offset() - at)};
+            }
             break;
         }
     }

@@ -43,7 +43,9 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -53,6 +55,8 @@ namespace pipesched::chakra {
 
 /// ASTRA-sim's NATIVE p2p tag range: tags are taken modulo this.
 inline constexpr std::uint64_t astra_tag_limit = 500'000'000;
+/// The longest COMP node check_traces() accepts, in microseconds.
+inline constexpr std::uint64_t max_duration_micros = 1'000'000'000'000;
 
 struct trace_check {
     bool ok = true;
@@ -158,6 +162,10 @@ struct p2p_key {
             std::string why;
             if (const attribute* cpu = n.find("is_cpu_op"); cpu != nullptr && cpu->kind != value_kind::boolean && !cpu->is_integer()) {
                 return fail(where(r, n) + ": attribute is_cpu_op must be a bool");
+            }
+            if (n.duration_micros > max_duration_micros) {
+                return fail(where(r, n) + ": duration_micros above 10^12 (11.6 days) is refused: ASTRA-sim's ns clock "
+                                          "would overflow on long runs");
             }
             switch (n.type) {
             case node_type::comp: break;

@@ -194,15 +194,20 @@ private:
         return 2 * (std::uint64_t{producer_stage} * m_ + mb) + (gradient ? 1 : 0);
     }
 
-    [[nodiscard]] bool compute(trace& t, std::string name, double cost_us, std::string& error) {
+    /// A COMP node; `consumes`: it is the F, B, I or pair that uses the tensors received since
+    /// the last such node (a recompute or loss in between does not).
+    [[nodiscard]] bool compute(trace& t, std::string name, double cost_us, std::string& error,
+                               bool consumes = true) {
         std::uint64_t micros = 0;
         if (!whole_micros(cost_us, o_.round_durations, name, micros, error)) return false;
         node& n = start(t, std::move(name), node_type::comp);
         n.duration_micros = micros;
         n.attrs.push_back(attribute::of_bool("is_cpu_op", false));
         chain(n);
-        n.data_deps = std::move(pending_recvs_);
-        pending_recvs_.clear();
+        if (consumes) {
+            n.data_deps = std::move(pending_recvs_);
+            pending_recvs_.clear();
+        }
         last_compute_ = n.id;
         return true;
     }
@@ -247,11 +252,12 @@ private:
             return true;
         }
         case op::recompute:
-            return compute(t, action_name(s, "RECOMPUTE", e.microbatch), costs_.duration(e, s), error);
-        case op::loss: return compute(t, action_name(s, "LOSS", e.microbatch), costs_.duration(e, s), error);
+            return compute(t, action_name(s, "RECOMPUTE", e.microbatch), costs_.duration(e, s), error, false);
+        case op::loss:
+            return compute(t, action_name(s, "LOSS", e.microbatch), costs_.duration(e, s), error, false);
         case op::optimizer_step: {
             const bool norm_waits = o_.iteration.grad_norm && p_ > 1;
-            if (!compute(t, "optimizer_step", costs_.duration(e, s), error)) return false;
+            if (!compute(t, "optimizer_step", costs_.duration(e, s), error, false)) return false;
             if (!norm_waits) {
                 node& n = t.nodes.back();
                 n.data_deps.insert(n.data_deps.end(), grad_syncs_.begin(), grad_syncs_.end());
