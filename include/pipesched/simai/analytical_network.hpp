@@ -35,11 +35,14 @@
 #pragma once
 
 #include <array>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <vector>
 
 #include "../io/simai.hpp"
 #include "ratio_tables.hpp"
@@ -105,6 +108,94 @@ struct analytical_options {
     float ep_overlap = 0.0f;           ///< -ep_o
     float pp_overlap = 1.0f;           ///< -pp_o (SimAI divides by it)
 };
+
+/// A SimAI_analytical command line: the options plus -w and -r.
+struct simai_command {
+    analytical_options options{};
+    std::string workload;    ///< -w
+    std::string result_name; ///< -r (SimAI's report names itself after it)
+    std::optional<std::string> error;
+    explicit operator bool() const noexcept { return !error.has_value(); }
+};
+
+namespace detail {
+template <class T> [[nodiscard]] bool parse_whole(std::string_view s, T& out) {
+    const char* end = s.data() + s.size();
+    const auto [ptr, ec] = std::from_chars(s.data(), end, out);
+    return ec == std::errc{} && ptr == end;
+}
+} // namespace detail
+
+/// Reads SimAI_analytical's own flags (the spellings of AstraParamParse.hh: -w, -r, -g,
+/// -g_p_s, -n_p_s, -nv, -nic, -g_type, -nic_t, -dp_o, -tp_o, -ep_o, -pp_o and their long
+/// forms) from a whitespace-separated string, so that a command that was run against SimAI can
+/// be replayed verbatim. Flags that do not change the report (-v, -l, -r_f) are accepted and
+/// ignored; anything else is an error naming the token.
+[[nodiscard]] inline simai_command parse_simai_arguments(std::string_view args) {
+    simai_command cmd{};
+    std::vector<std::string_view> tokens;
+    for (std::size_t i = 0; i < args.size();) {
+        while (i < args.size() && (args[i] == ' ' || args[i] == '\t' || args[i] == '\n')) ++i;
+        std::size_t j = i;
+        while (j < args.size() && args[j] != ' ' && args[j] != '\t' && args[j] != '\n') ++j;
+        if (j > i) tokens.push_back(args.substr(i, j - i));
+        i = j;
+    }
+    analytical_options& o = cmd.options;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        const std::string_view flag = tokens[i];
+        if (i + 1 >= tokens.size()) {
+            cmd.error = "argument " + std::to_string(i + 1) + ": " + std::string(flag) + " needs a value";
+            return cmd;
+        }
+        const std::string_view value = tokens[++i];
+        const auto bad = [&](std::string_view what) {
+            cmd.error = "argument " + std::to_string(i + 1) + ": " + std::string(flag) + " " + std::string(value) +
+                        ": " + std::string(what);
+            return cmd;
+        };
+        const auto count = [&](std::uint32_t& out) {
+            std::uint32_t v = 0;
+            if (!detail::parse_whole(value, v) || v > 2147483647u) return false;
+            out = v;
+            return true;
+        };
+        const auto real = [&](float& out) { return detail::parse_whole(value, out); };
+        if (flag == "-w" || flag == "--workload") {
+            cmd.workload = std::string(value);
+        } else if (flag == "-r" || flag == "--result") {
+            cmd.result_name = std::string(value);
+        } else if (flag == "-g" || flag == "--gpus") {
+            if (!count(o.gpus)) return bad("expected a GPU count");
+        } else if (flag == "-g_p_s" || flag == "--gpus-per-server") {
+            if (!count(o.gpus_per_server)) return bad("expected a GPU count");
+        } else if (flag == "-n_p_s" || flag == "--nic_per_server") {
+            if (!count(o.nics_per_server)) return bad("expected a NIC count");
+        } else if (flag == "-nv" || flag == "--nvlink") {
+            if (!real(o.nvlink_gbps)) return bad("expected GB/s");
+        } else if (flag == "-nic" || flag == "--nic_busbw") {
+            if (!real(o.nic_gbps)) return bad("expected GB/s");
+        } else if (flag == "-g_type" || flag == "--gpu_type") {
+            o.gpu = parse_gpu_type(value);
+        } else if (flag == "-nic_t" || flag == "--nic_type") {
+            o.nic = parse_nic_type(value);
+        } else if (flag == "-dp_o" || flag == "--dp_overlap") {
+            if (!real(o.dp_overlap)) return bad("expected a ratio");
+        } else if (flag == "-tp_o" || flag == "--tp_overlap") {
+            if (!real(o.tp_overlap)) return bad("expected a ratio");
+        } else if (flag == "-ep_o" || flag == "--ep_overlap") {
+            if (!real(o.ep_overlap)) return bad("expected a ratio");
+        } else if (flag == "-pp_o" || flag == "--pp_overlap") {
+            if (!real(o.pp_overlap)) return bad("expected a ratio");
+        } else if (flag == "-v" || flag == "--visual" || flag == "-l" || flag == "--lang" || flag == "-r_f" ||
+                   flag == "--result_folder") {
+        } else {
+            cmd.error = "argument " + std::to_string(i) + ": unknown SimAI_analytical flag " + std::string(flag);
+            return cmd;
+        }
+    }
+    return cmd;
+}
 
 /// Why SimAI's numbers for a workload and options would be meaningless, and where.
 struct analytical_error {
