@@ -5,7 +5,7 @@
 
 #include <doctest/doctest.h>
 
-#include <pipesched/io/action_text.hpp>
+#include <pipesched/action.hpp>
 #include <pipesched/io/csv.hpp>
 
 #include <array>

@@ -6,7 +6,7 @@
 
 #include <pipesched/detail/phase_program.hpp>
 #include <pipesched/detail/phased.hpp>
-#include <pipesched/detail/timeline_layout.hpp>
+#include <pipesched/io/detail/timeline_layout.hpp>
 
 #include <vector>
 

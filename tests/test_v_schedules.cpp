@@ -11,7 +11,7 @@
 
 #include <doctest/doctest.h>
 
-#include <pipesched/io/action_text.hpp>
+#include <pipesched/action.hpp>
 #include <pipesched/io/csv.hpp>
 
 #include <algorithm>

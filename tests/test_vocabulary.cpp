@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include <pipesched/io/action_text.hpp>
+#include <pipesched/action.hpp>
 
 #include <string>
 

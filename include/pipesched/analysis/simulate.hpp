@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "../event.hpp"
-#include "../io/action_text.hpp"
+#include "../action.hpp"
 #include "../policy.hpp"
 #include "validate.hpp"
 

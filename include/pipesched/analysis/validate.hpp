@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "../event.hpp"
-#include "../io/action_text.hpp"
+#include "../action.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 #include "../sink.hpp"

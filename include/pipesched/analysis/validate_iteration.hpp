@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "../event.hpp"
-#include "../io/action_text.hpp"
+#include "../action.hpp"
 #include "../iteration.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"

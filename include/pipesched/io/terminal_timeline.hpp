@@ -20,7 +20,7 @@
 // letters (`f0`, `b0`: chunk 1 of a two-chunk schedule); with chunk_marking::suffix every label
 // ends in `c<chunk>` (`F0c2`; give it 5 or more columns per unit). automatic picks none for one
 // chunk, letter_case for two, suffix for more. Chunks are read off the records: the k-th
-// lowest stage a rank runs is its chunk k (see detail/timeline_layout.hpp).
+// lowest stage a rank runs is its chunk k (see io/detail/timeline_layout.hpp).
 //
 // Width: with max_width != 0, a timeline that would make lines longer than max_width is scaled
 // down to fit, never wrapped, and a first line says so. The scaled timeline has a whole number
@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "../analysis/simulate.hpp"
-#include "../detail/timeline_layout.hpp"
+#include "detail/timeline_layout.hpp"
 #include "../event.hpp"
 
 namespace pipesched {

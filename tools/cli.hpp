@@ -1,0 +1,254 @@
+// Shared by every subcommand of the `pipesched` tool: output, argument parsing against a flag
+// table, usage errors, the schedule and cost flags, and small text helpers.
+//
+// Adding a subcommand: a file <name>.cpp that defines an array of flag_spec, a function
+// `int run_<name>(const parsed_args&)` and a `const command_spec <name>_command`; declare it in
+// commands.hpp and add it to the table in main.cpp. Parsing, duplicate and unknown-flag errors
+// and the help text come from the table. Usage errors are thrown as usage_error and reported
+// by main() as one line on stderr with exit status 2.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <pipesched/analysis/simulate.hpp>
+#include <pipesched/catalog.hpp>
+#include <pipesched/policy.hpp>
+#include <pipesched/shape.hpp>
+
+namespace pipesched::cli {
+
+inline constexpr std::string_view program_name = "pipesched";
+inline constexpr std::string_view program_version = "0.1.0"; // keep in step with project() in CMake
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_output_failed = 1;
+inline constexpr int exit_usage = 2;
+
+// ---------------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------------
+
+/// Buffers text and hands it to a FILE* in large blocks; memory stays bounded however long a
+/// line gets. Once a write fails, further text is dropped and failed() stays true.
+class output_buffer {
+  public:
+    static constexpr std::size_t block = std::size_t{1} << 16;
+
+    explicit output_buffer(std::FILE* file) : file_{file} { text_.reserve(block + 64); }
+    output_buffer(const output_buffer&) = delete;
+    output_buffer& operator=(const output_buffer&) = delete;
+    ~output_buffer() { flush(); }
+
+    void append(std::string_view s) {
+        text_.append(s);
+        if (text_.size() >= block)
+            flush();
+    }
+    void put(char c) {
+        text_.push_back(c);
+        if (text_.size() >= block)
+            flush();
+    }
+    void flush() {
+        if (!text_.empty() && !failed_) {
+            if (std::fwrite(text_.data(), 1, text_.size(), file_) != text_.size())
+                failed_ = true;
+        }
+        text_.clear();
+    }
+    /// Flushes everything down to the file; false if any write failed.
+    [[nodiscard]] bool finish() {
+        flush();
+        if (std::fflush(file_) != 0 || std::ferror(file_) != 0)
+            failed_ = true;
+        return !failed_;
+    }
+    [[nodiscard]] bool failed() const noexcept { return failed_; }
+
+  private:
+    std::FILE* file_;
+    std::string text_;
+    bool failed_ = false;
+};
+
+/// Writes a complete text to stdout; false on failure.
+bool print(std::string_view text);
+/// print(), reporting a failed write on stderr: exit_ok or exit_output_failed.
+int print_status(std::string_view text);
+/// Finishes `out`, reporting a failed write on stderr: exit_ok or exit_output_failed.
+int finish_output(output_buffer& out);
+
+void append_number(std::string& s, std::uint64_t n);
+std::string number_text(std::uint64_t n);
+/// `text` left-aligned in a field of `width` characters.
+void append_padded(std::string& s, std::string_view text, std::size_t width);
+/// `text` right-aligned in a field of `width` characters.
+void append_right(std::string& s, std::string_view text, std::size_t width);
+
+inline constexpr std::size_t text_width = 100; ///< help text
+inline constexpr std::size_t demo_width = 92;  ///< the demonstration's paragraph
+
+/// Appends the words separated by single spaces, starting at column `column`; a word that
+/// would pass `width` starts a new line indented by `indent` spaces. Ends with a newline.
+void append_words(std::string& s, std::span<const std::string> words, std::size_t column,
+                  std::size_t indent, std::size_t width = text_width);
+std::vector<std::string> split_words(std::string_view text);
+/// `x` with `decimals` digits after the point.
+std::string fixed(double x, int decimals = 3);
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// A command-line mistake: reported by main() as `pipesched: <message>`, exit status 2.
+struct usage_error {
+    std::string message;
+};
+
+[[noreturn]] inline void fail(std::string message) { throw usage_error{std::move(message)}; }
+
+/// A user-supplied value in single quotes, safe to print on one line: control and non-ASCII
+
+/// A user-supplied value in single quotes, safe to print on one line: control and non-ASCII
+/// bytes are escaped and very long values are shortened.
+std::string quoted(std::string_view value);
+
+// ---------------------------------------------------------------------------------------------
+// Command table and argument parsing
+// ---------------------------------------------------------------------------------------------
+
+struct flag_spec {
+    std::string_view name;         ///< without the leading "--"
+    std::string_view value_name;   ///< placeholder in the usage ("P"); empty for a switch
+    std::string_view help;         ///< one line
+    std::string_view default_text; ///< shown as "(default ...)"; empty if none
+    bool required = false;
+};
+
+class parsed_args;
+
+struct command_spec {
+    std::string_view name;
+    std::string_view summary;     ///< one line, for the command list
+    std::string_view description; ///< a paragraph, for `pipesched help <command>`
+    std::span<const flag_spec> flags;
+    int (*run)(const parsed_args&); ///< nullptr for `help`, which dispatch() handles itself
+    std::string_view positional{}; ///< name of the one required positional argument ("FILE"), if any
+};
+
+/// The flags given to one subcommand, checked against its flag_spec list.
+class parsed_args {
+  public:
+    parsed_args(const command_spec& cmd, std::span<const std::string_view> args);
+
+    /// The value of a flag, or nullopt when it was not given (a switch given has value "").
+    [[nodiscard]] std::optional<std::string_view> get(std::string_view name) const;
+
+    /// A whole number in 1..2^32-1: decimal digits only, nothing else, no sign.
+    [[nodiscard]] std::optional<std::uint32_t> count(std::string_view name) const;
+
+    /// The positional argument (only for commands that take one; checked to be present).
+    [[nodiscard]] std::string_view positional() const { return positional_.value_or(""); }
+
+    [[nodiscard]] std::string full_name() const;
+
+  private:
+    [[nodiscard]] const flag_spec* find(std::string_view name) const;
+    [[nodiscard]] std::string see_help() const;
+
+    const command_spec* command_;
+    std::vector<std::pair<const flag_spec*, std::string_view>> given_;
+    std::optional<std::string_view> positional_;
+};
+
+/// The value of --format, which must be one of `allowed`; the first is the default.
+std::string format_choice(const parsed_args& args, std::initializer_list<std::string_view> allowed);
+
+// ---------------------------------------------------------------------------------------------
+// Schedules: shared by every subcommand that builds a policy from the command line
+// ---------------------------------------------------------------------------------------------
+
+/// A policy request read from --schedule, --ranks, --microbatches, --chunks, --group-size and
+/// --backward.
+struct schedule_request {
+    pipesched::schedule_id id{};
+    pipesched::schedule_options options{};
+    bool group_size_given = false;
+};
+
+/// "GPipe, 1F1B, ...": every schedule's display name, for error messages.
+std::string schedule_names();
+schedule_request read_schedule(const parsed_args& args);
+
+/// Throws a usage_error naming the violated constraint if the policy rejects its shape.
+template <pipesched::schedule_policy P>
+void require_valid_shape(const P& pol, const schedule_request& req) {
+    const pipesched::shape_check c = pol.check();
+    if (c)
+        return;
+    const pipesched::shape s = pol.shape;
+    std::string msg{pipesched::display_name(pipesched::info(req.id))};
+    msg += ": ";
+    msg += c.message;
+    msg += " (ranks=" + number_text(s.ranks) + " microbatches=" + number_text(s.microbatches) +
+           " chunks=" + number_text(s.chunks);
+    if constexpr (requires { pol.group(); }) {
+        msg += req.group_size_given ? " group-size=" : " default group-size=";
+        msg += number_text(pol.group());
+    }
+    if (req.options.backward == pipesched::backward_kind::split)
+        msg += " backward=split";
+    msg += ")";
+    fail(std::move(msg));
+}
+
+/// The flags that choose a schedule (order, simulate): --schedule, --ranks, --microbatches,
+/// --chunks, --group-size, --backward.
+inline constexpr std::array<flag_spec, 6> schedule_flags{{
+    {"schedule", "NAME", "schedule to generate, see Schedules below", "", true},
+    {"ranks", "P", "pipeline ranks, 1..65535", "", true},
+    {"microbatches", "M", "microbatches per iteration, 1..65536", "", true},
+    {"chunks", "V", "model chunks per rank, 1..256; above 1 only for multi-chunk schedules", "1",
+     false},
+    {"group-size", "G", "Interleaved1F1B only: microbatches per group",
+     "m / max(1, m / p): p when p divides m", false},
+    {"backward", "full|split", "backward as one action B, or split into I then W", "full", false},
+}};
+
+/// --cost, shared by simulate and compare.
+inline constexpr flag_spec cost_flag{
+    "cost", "F=1,B=2,...", "per-microbatch time of one rank's share of the model (F, B, I, W) and p2p latency",
+    "F=1,B=2,I=1,W=1,p2p=0", false};
+
+// ---------------------------------------------------------------------------------------------
+// Input and costs, shared by check, simulate, compare and simai
+// ---------------------------------------------------------------------------------------------
+
+/// The whole of a file, or of standard input for "-". Unreadable input is a usage error.
+std::string read_input(std::string_view path);
+
+
+/// --cost F=1,B=2,I=1,W=1,p2p=0: the time of one microbatch through one rank's share of the
+/// model; a schedule with v chunks per rank is charged 1/v of it per chunk, so that schedules
+/// with different v compare fairly.
+struct cost_request {
+    pipesched::stage_costs per_rank{1.0, 2.0, 1.0, 1.0};
+    double p2p = 0.0;
+};
+
+cost_request read_costs(const parsed_args& args);
+pipesched::cost_model cost_model_for(const cost_request& c, std::uint32_t chunks);
+
+} // namespace pipesched::cli

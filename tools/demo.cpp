@@ -1,0 +1,120 @@
+// pipesched demo
+#include <pipesched/action.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+
+namespace pipesched::cli {
+namespace {
+
+/// Largest number of (chunk, microbatch) activations alive at once on any rank: +1 at a
+/// forward, -1 when its backward completes (B, or W of a split backward).
+template <pipesched::schedule_policy P> std::uint32_t peak_in_flight(const P& pol) {
+    struct counter {
+        std::uint32_t live = 0;
+        std::uint32_t peak = 0;
+        void push(const pipesched::event& e) {
+            if (e.kind == pipesched::op::forward) {
+                peak = std::max(peak, ++live);
+            } else if ((e.kind == pipesched::op::backward ||
+                        e.kind == pipesched::op::backward_weight) &&
+                       live > 0) {
+                --live;
+            }
+        }
+    };
+    std::uint32_t peak = 0;
+    const pipesched::shape s = pol.shape;
+    for (std::uint32_t r = 0; r < s.ranks; ++r) {
+        counter c{};
+        pipesched::emit(pol, r, c);
+        peak = std::max(peak, c.peak);
+    }
+    return peak;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The demonstration (no arguments)
+// ---------------------------------------------------------------------------------------------
+
+struct demo_column {
+    std::string_view title;
+    std::vector<std::string> actions;
+    std::uint32_t peak = 0;
+};
+
+demo_column demo_run(pipesched::schedule_id id, std::uint32_t microbatches) {
+    demo_column col{pipesched::info(id).pytorch_name, {}, 0};
+    pipesched::schedule_options opt{};
+    opt.dims = pipesched::shape{1, microbatches, 1};
+    pipesched::with_schedule(id, opt, [&](const auto& pol) {
+        for (const pipesched::event e : pipesched::events(pol, 0)) {
+            col.actions.emplace_back(pipesched::format_action(pipesched::to_action(pol, e)).view());
+        }
+        col.peak = peak_in_flight(pol);
+    });
+    return col;
+}
+
+} // namespace
+
+int run_demo() {
+    using pipesched::schedule_id;
+    const demo_column gpipe = demo_run(schedule_id::gpipe, 2);
+    const demo_column ofob = demo_run(schedule_id::one_f_one_b, 2);
+    const std::uint32_t more = 8;
+    const std::uint32_t gpipe_more = demo_run(schedule_id::gpipe, more).peak;
+    const std::uint32_t ofob_more = demo_run(schedule_id::one_f_one_b, more).peak;
+
+    std::string s;
+    s += "Why does gradient accumulation run all forwards before all backwards?\n";
+    s += "One pipeline rank (p = 1), two microbatches (m = 2); actions are "
+         "<stage><F|B><microbatch>:\n\n";
+    const std::size_t w1 = std::max(gpipe.title.size(), std::size_t{4}) + 2;
+    const std::size_t w2 = std::max(ofob.title.size(), std::size_t{4}) + 2;
+    s += "  step  ";
+    append_padded(s, gpipe.title, w1);
+    s += ofob.title;
+    s += '\n';
+    const std::size_t steps = std::max(gpipe.actions.size(), ofob.actions.size());
+    for (std::size_t i = 0; i < steps; ++i) {
+        s += "  ";
+        append_right(s, number_text(i + 1), 4);
+        s += "  ";
+        append_padded(s, i < gpipe.actions.size() ? gpipe.actions[i] : "", w1);
+        s += i < ofob.actions.size() ? ofob.actions[i] : "";
+        s += '\n';
+    }
+    s += "  peak  ";
+    append_padded(s, number_text(gpipe.peak), w1);
+    append_padded(s, number_text(ofob.peak), w2);
+    s += "microbatches of activations alive at once\n\n";
+
+    const std::string paragraph =
+        "GPipe, every forward before any backward, is the order SimAI's workload row sweep "
+        "produces for ga > 1: it keeps the activations of " +
+        number_text(gpipe.peak) +
+        " microbatches alive. 1F1B is Megatron's gradient accumulation without pipelining "
+        "(forward_backward_no_pipelining, F0 B0 F1 B1): each backward frees its microbatch "
+        "before the next forward, so it keeps " +
+        number_text(ofob.peak) +
+        ". Both compute the same gradients in the same time on one rank; only activation "
+        "memory differs, and the gap grows with m (m=" +
+        number_text(more) + ": " + number_text(gpipe_more) + " for GPipe, " +
+        number_text(ofob_more) + " for 1F1B).";
+    append_words(s, split_words(paragraph), 0, 0, demo_width);
+    s += "\nThe user's own workload, as SimAI runs it and as a training framework runs it:\n\n";
+    static constexpr std::string_view seed_workload =
+#include "seed_workload.inc"
+        ;
+    s += simai_report("examples/workloads/simai_seed_tp2_ga2.txt (built in)", seed_workload,
+                      pipesched::schedule_id::one_f_one_b, "text");
+    s += '\n';
+    s += "Next: pipesched simai examples/workloads/simai_seed_tp2_ga2.txt --format json\n"
+         "      pipesched order --schedule 1F1B --ranks 4 --microbatches 8\n"
+         "      pipesched compare --ranks 4 --microbatches 8\n"
+         "      pipesched --help\n";
+    return print_status(s);
+}
+
+} // namespace pipesched::cli
