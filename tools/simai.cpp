@@ -5,6 +5,8 @@
 #include <pipesched/simai/analytical_compare.hpp>
 
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <system_error>
 
 #include "cli.hpp"
@@ -250,14 +252,14 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     print_table({
         {"", "SimAI", c.corrected.name},
         {"makespan", ms(c.simai.makespan_ns), ms(c.corrected.makespan_ns)},
-        {"compute", ms(c.simai.compute_ns), ms(c.corrected.compute_ns)},
+        {"compute and blocking comm", ms(c.simai.compute_ns), ms(c.corrected.compute_ns)},
         {"exposed gradient sync", ms(c.simai.exposed_grad_sync_ns), ms(c.corrected.exposed_grad_sync_ns)},
     });
     if (c.pp > 1) {
-        s += "Pipeline bubble, rank 0: SimAI's term (pp-1)/(ga*vpp) x stage time " + ms(a.simai_bubble_ns) + "; " +
-             c.corrected.name + " " + ms(a.policy_bubble_ns) + " with SimAI's pp message time of " +
-             ms(a.p2p_message_ns) + " (pp_comm / 2^30 s / pp_o), " + ms(a.policy_bubble_without_p2p_ns) +
-             " without it.\n";
+        s += "Pipeline bubble on rank 0: SimAI's term (pp-1)/(ga*vpp) x stage time " + ms(a.simai_bubble_ns) +
+             ";\n  " + c.corrected.name + "'s actual bubble " + ms(a.policy_bubble_without_p2p_ns) + ", or " +
+             ms(a.policy_bubble_ns) + " with SimAI's pp message time of " + ms(a.p2p_message_ns) +
+             " (pp_comm / 2^30 s / pp_o).\n";
         const bool policy_larger = a.policy_bubble_without_p2p_ns > a.simai_bubble_ns;
         s += std::string{"  "} + (policy_larger ? c.corrected.name + "'s bubble is larger" : "SimAI's term is larger") +
              (w.header.vpp && *w.header.vpp > 1
@@ -348,7 +350,7 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
         };
         for (const auto& [key, value] : fields) {
             s += ",\"" + std::string{key} + "\":";
-            pipesched::detail::append_json_number(s, value);
+            pipesched::detail::append_json_number(s, std::round(value * 1e3) / 1e3); // to the nanosecond
         }
         s += ",\"notes\":[";
         for (std::size_t k = 0; k < a.report.notes.size(); ++k) {
