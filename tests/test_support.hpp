@@ -2,6 +2,8 @@
 // static_assert and as a run-time CHECK (sanitizers and coverage only see the latter).
 #pragma once
 
+#include "verify.hpp"
+
 #include <pipesched/action.hpp>
 #include <pipesched/pipesched.hpp>
 

@@ -26,11 +26,12 @@
 #include <pipesched/catalog.hpp>
 #include <pipesched/policy.hpp>
 #include <pipesched/shape.hpp>
+#include <pipesched/version.hpp>
 
 namespace pipesched::cli {
 
 inline constexpr std::string_view program_name = "pipesched";
-inline constexpr std::string_view program_version = "0.1.0"; // keep in step with project() in CMake
+inline constexpr std::string_view program_version = pipesched::version_string; // include/pipesched/version.hpp
 
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_output_failed = 1;

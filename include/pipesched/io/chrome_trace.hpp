@@ -124,16 +124,17 @@ inline void append_json_number(std::string& out, std::uint64_t n) {
     out.append(buf.data(), r.ptr);
 }
 
-/// Shortest round-trip text in fixed notation (JSON has no inf or nan: those become 0).
+/// Shortest round-trip text in fixed notation. JSON has no inf or nan: those are written as
+/// null, never as a number they are not (the replays report overflow as an error instead).
 inline void append_json_number(std::string& out, double x) {
     if (!std::isfinite(x)) {
-        out += '0';
+        out += "null";
         return;
     }
     std::array<char, 400> buf{}; // enough for any double in fixed notation
     const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), x, std::chars_format::fixed);
     if (r.ec != std::errc{}) {
-        out += '0';
+        out += "null";
         return;
     }
     out.append(buf.data(), r.ptr);
