@@ -109,9 +109,9 @@ int main(int argc, char** argv) {
         return exit_usage;
     } catch (const std::exception& e) {
         report(std::string{"internal error: "} + e.what());
-        return exit_output_failed;
+        return exit_internal;
     } catch (...) {
         report("internal error");
-        return exit_output_failed;
+        return exit_internal;
     }
 }

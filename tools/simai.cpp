@@ -1,5 +1,5 @@
 // pipesched simai
-#include <pipesched/io/chrome_trace.hpp> // detail::append_json_*
+#include <pipesched/io/json.hpp>
 #include <pipesched/io/simai.hpp>
 #include <pipesched/io/simai_compare.hpp>
 
@@ -155,27 +155,27 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
 }
 
 void append_order_json(std::string& s, const pipesched::simai::order_report& o) {
-    using pipesched::detail::append_json_number;
-    using pipesched::detail::append_json_string;
+    using pipesched::json::append_number;
+    using pipesched::json::append_string;
     s += "{\"name\":";
-    append_json_string(s, o.name);
+    append_string(s, o.name);
     s += ",\"events\":[";
     for (std::size_t k = 0; k < o.events.size(); ++k) {
         if (k != 0)
             s += ',';
-        append_json_string(s, o.events[k]);
+        append_string(s, o.events[k]);
     }
     s += "],\"peak_microbatches_in_flight\":" + number_text(o.peak_microbatches_in_flight);
     s += std::string{",\"optimizer_before_backward\":"} + (o.optimizer_before_backward ? "true" : "false");
     s += std::string{",\"optimizer_after_all_grad_sync\":"} + (o.optimizer_after_all_grad_sync ? "true" : "false");
     s += ",\"makespan_ns\":";
-    append_json_number(s, o.makespan_ns);
+    append_number(s, o.makespan_ns);
     s += ",\"compute_ns\":";
-    append_json_number(s, o.compute_ns);
+    append_number(s, o.compute_ns);
     s += ",\"exposed_grad_sync_ns\":";
-    append_json_number(s, o.exposed_grad_sync_ns);
+    append_number(s, o.exposed_grad_sync_ns);
     s += ",\"verdict\":";
-    append_json_string(s, pipesched::describe(o.check));
+    append_string(s, pipesched::describe(o.check));
     s += "}";
 }
 
@@ -200,7 +200,7 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
             if (k != 0)
                 s += ',';
             s += "{\"what\":";
-            pipesched::detail::append_json_string(s, c.problems[k].what);
+            pipesched::json::append_string(s, c.problems[k].what);
             s += ",\"rows\":[";
             for (std::size_t r = 0; r < c.problems[k].rows.size(); ++r)
                 s += (r == 0 ? "" : ",") + number_text(c.problems[k].rows[r]);
