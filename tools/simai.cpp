@@ -42,6 +42,13 @@ std::string rows_text(const std::vector<std::size_t>& rows) {
     return s;
 }
 
+/// Rows begin..end-1 as "3-7" (a single row as "3-3"), or "none" when there are none.
+std::string row_range(std::size_t begin, std::size_t end) {
+    if (begin >= end)
+        return "none";
+    return number_text(begin) + "-" + number_text(end - 1);
+}
+
 std::string simai_report_text(std::string_view source, const pipesched::simai::workload& w,
                               const pipesched::simai::comparison& c) {
     using pipesched::simai::meaning;
@@ -51,11 +58,10 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
          number_text(w.header.tp.value_or(1)) + ", pp " + number_text(c.pp) + ", ga " + number_text(c.ga) + ", " +
          number_text(w.rows.size()) + " rows\n";
     if (st.ga_unrolled()) {
-        s += "Rows: iteration-level 0-" + number_text(st.prefix_end == 0 ? 0 : st.prefix_end - 1) + ", " +
-             number_text(st.blocks.size()) + " microbatch blocks of " + number_text(st.period) + " rows (" +
-             number_text(st.body_begin) + "-" + number_text(st.body_end - 1) + "), loss " +
-             number_text(st.loss_begin) + "-" + number_text(st.loss_end - 1) + ", optimizer " +
-             number_text(st.optimizer_begin) + "-" + number_text(st.optimizer_end - 1) + "\n";
+        s += "Rows: iteration-level " + row_range(0, st.prefix_end) + ", " + number_text(st.blocks.size()) +
+             " microbatch blocks of " + number_text(st.period) + " rows (" + row_range(st.body_begin, st.body_end) +
+             "), loss " + row_range(st.loss_begin, st.loss_end) + ", optimizer " +
+             row_range(st.optimizer_begin, st.optimizer_end) + "\n";
     } else {
         s += "Rows: the microbatch rows do not split into ga identical blocks (" +
              number_text(st.errors_total) + " rows do not fit)\n";
@@ -107,8 +113,12 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     s += "\nProblems with that order:\n";
     if (c.problems.empty())
         s += "  none\n";
-    for (std::size_t k = 0; k < c.problems.size(); ++k)
-        s += "  " + number_text(k + 1) + ". " + c.problems[k].what + " (rows " + rows_text(c.problems[k].rows) + ")\n";
+    for (std::size_t k = 0; k < c.problems.size(); ++k) {
+        s += "  " + number_text(k + 1) + ". " + c.problems[k].what;
+        if (!c.problems[k].rows.empty())
+            s += " (rows " + rows_text(c.problems[k].rows) + ")";
+        s += "\n";
+    }
     s += "  pipesched's iteration rules: " + pipesched::describe(c.simai.check) + "\n";
 
     const auto join = [](const std::vector<std::string>& events) {
@@ -179,15 +189,51 @@ void append_order_json(std::string& s, const pipesched::simai::order_report& o) 
     s += "}";
 }
 
+/// The analysis replays SimAI's pass (linear in the rows) and the corrected order of pp ranks
+/// times ga microbatches; these bound what a small file can ask for.
+constexpr std::uint64_t max_pipeline_units = std::uint64_t{1} << 21;
+
+/// Refuses header values beyond what the analysis can replay, naming the limit, and a
+/// schedule that cannot run the workload's shape, saying why.
+void require_within_limits(std::string_view source, const pipesched::simai::header& h,
+                           pipesched::schedule_id policy) {
+    const std::uint64_t ga = std::max<std::uint64_t>(1, h.ga);
+    const std::uint64_t pp = std::max<std::uint64_t>(1, h.pp);
+    const std::string where = std::string{source} + ": line 1: ";
+    if (ga > pipesched::max_microbatches) {
+        fail(where + "ga " + number_text(ga) + " is above the limit of " + number_text(pipesched::max_microbatches) +
+             " microbatches");
+    }
+    if (pp > pipesched::max_ranks)
+        fail(where + "pp " + number_text(pp) + " is above the limit of " + number_text(pipesched::max_ranks) + " ranks");
+    if (pp * ga > max_pipeline_units) {
+        fail(where + "pp " + number_text(pp) + " x ga " + number_text(ga) + " = " + number_text(pp * ga) +
+             " pipeline units is above the limit of " + number_text(max_pipeline_units) +
+             " that the corrected order is replayed for");
+    }
+    pipesched::schedule_options options{};
+    options.dims = {static_cast<std::uint32_t>(pp), static_cast<std::uint32_t>(ga), 1};
+    pipesched::with_schedule(policy, options, [&](const auto& pol) {
+        if (const pipesched::shape_check c = pol.check(); !c) {
+            fail("--schedule " + std::string{pipesched::display_name(pipesched::info(policy))} +
+                 " cannot run this workload (pp " + number_text(pp) + ", ga " + number_text(ga) +
+                 ", one chunk per rank): " + std::string{c.message});
+        }
+    });
+}
+
 } // namespace
 
 std::string simai_report(std::string_view source, std::string_view text, pipesched::schedule_id policy,
                          std::string_view format) {
+    if (text.substr(0, 3) == "\xEF\xBB\xBF")
+        fail(std::string{source} + ": line 1, column 1: a UTF-8 byte order mark (BOM); save the file without one");
     const pipesched::simai::parse_result parsed = pipesched::simai::parse_workload(text);
     if (!parsed) {
         const auto& e = *parsed.error;
         fail(std::string{source} + ": " + e.to_string());
     }
+    require_within_limits(source, parsed.value.header, policy);
     const pipesched::simai::comparison c = pipesched::simai::compare(parsed.value, policy);
     std::string s;
     if (format == "json") {
