@@ -9,17 +9,17 @@ namespace ps = pipesched;
 
 namespace {
 
-static_assert(ps::find_schedule("GPipe") == ps::schedule_id::gpipe);
-static_assert(ps::find_schedule("gpipe") == ps::schedule_id::gpipe);
-static_assert(ps::find_schedule("1F1B") == ps::schedule_id::one_f_one_b);
-static_assert(ps::find_schedule("one_f_one_b") == ps::schedule_id::one_f_one_b);
-static_assert(ps::find_schedule("Interleaved1F1B") == ps::schedule_id::interleaved_1f1b);
-static_assert(ps::find_schedule("interleaved-1f1b") == ps::schedule_id::interleaved_1f1b);
-static_assert(ps::find_schedule("LOOPEDBFS") == ps::schedule_id::looped_bfs);
-static_assert(!ps::find_schedule(""));
-static_assert(!ps::find_schedule("1F1"));
-static_assert(!ps::find_schedule("1F1BB"));
-static_assert(!ps::find_schedule("---"));
+PIPESCHED_VERIFY(ps::find_schedule("GPipe") == ps::schedule_id::gpipe);
+PIPESCHED_VERIFY(ps::find_schedule("gpipe") == ps::schedule_id::gpipe);
+PIPESCHED_VERIFY(ps::find_schedule("1F1B") == ps::schedule_id::one_f_one_b);
+PIPESCHED_VERIFY(ps::find_schedule("one_f_one_b") == ps::schedule_id::one_f_one_b);
+PIPESCHED_VERIFY(ps::find_schedule("Interleaved1F1B") == ps::schedule_id::interleaved_1f1b);
+PIPESCHED_VERIFY(ps::find_schedule("interleaved-1f1b") == ps::schedule_id::interleaved_1f1b);
+PIPESCHED_VERIFY(ps::find_schedule("LOOPEDBFS") == ps::schedule_id::looped_bfs);
+PIPESCHED_VERIFY(!ps::find_schedule(""));
+PIPESCHED_VERIFY(!ps::find_schedule("1F1"));
+PIPESCHED_VERIFY(!ps::find_schedule("1F1BB"));
+PIPESCHED_VERIFY(!ps::find_schedule("---"));
 
 TEST_CASE("catalog: names, aliases and dispatch") {
     for (const ps::schedule_info& s : ps::schedules) {

@@ -22,23 +22,23 @@ namespace {
 using ps::backward_kind;
 using ps::op;
 
-static_assert(ps::timeline_sink<ps::chrome_trace_sink>);
-static_assert(ps::trace_category(op::forward) == "forward");
-static_assert(ps::trace_category(op::backward) == "backward");
-static_assert(ps::trace_category(op::backward_input) == "backward_input");
-static_assert(ps::trace_category(op::backward_weight) == "backward_weight");
-static_assert(ps::trace_category(op::send_activation) == "communication");
-static_assert(ps::trace_category(op::recv_gradient) == "communication");
-static_assert(ps::trace_category(op::grad_sync) == "iteration");
-static_assert(ps::trace_category(op::grad_norm) == "iteration");
-static_assert(ps::trace_category(op::optimizer_step) == "iteration");
-static_assert(ps::trace_category(op::param_gather) == "iteration");
-static_assert(ps::trace_category(op::loss) == "iteration");
-static_assert(ps::trace_category(op::recompute) == "iteration");
-static_assert(ps::trace_category(static_cast<op>(200)) == "iteration"); // an op added later
-static_assert(ps::trace_tid(ps::trace_track::compute, 2, 4) == 2);
-static_assert(ps::trace_tid(ps::trace_track::communication, 2, 4) == 6);
-static_assert(ps::trace_tid(ps::trace_track::iteration, 2, 4) == 10);
+PIPESCHED_VERIFY(ps::timeline_sink<ps::chrome_trace_sink>);
+PIPESCHED_VERIFY(ps::trace_category(op::forward) == "forward");
+PIPESCHED_VERIFY(ps::trace_category(op::backward) == "backward");
+PIPESCHED_VERIFY(ps::trace_category(op::backward_input) == "backward_input");
+PIPESCHED_VERIFY(ps::trace_category(op::backward_weight) == "backward_weight");
+PIPESCHED_VERIFY(ps::trace_category(op::send_activation) == "communication");
+PIPESCHED_VERIFY(ps::trace_category(op::recv_gradient) == "communication");
+PIPESCHED_VERIFY(ps::trace_category(op::grad_sync) == "iteration");
+PIPESCHED_VERIFY(ps::trace_category(op::grad_norm) == "iteration");
+PIPESCHED_VERIFY(ps::trace_category(op::optimizer_step) == "iteration");
+PIPESCHED_VERIFY(ps::trace_category(op::param_gather) == "iteration");
+PIPESCHED_VERIFY(ps::trace_category(op::loss) == "iteration");
+PIPESCHED_VERIFY(ps::trace_category(op::recompute) == "iteration");
+PIPESCHED_VERIFY(ps::trace_category(static_cast<op>(200)) == "iteration"); // an op added later
+PIPESCHED_VERIFY(ps::trace_tid(ps::trace_track::compute, 2, 4) == 2);
+PIPESCHED_VERIFY(ps::trace_tid(ps::trace_track::communication, 2, 4) == 6);
+PIPESCHED_VERIFY(ps::trace_tid(ps::trace_track::iteration, 2, 4) == 10);
 
 template <class P>
 ps::chrome_trace_sink run(const P& pol, const ps::cost_model& costs = {}) {

@@ -2,7 +2,9 @@
 // static_assert and as a run-time CHECK (sanitizers and coverage only see the latter).
 #pragma once
 
-#include <pipesched/io/action_text.hpp>
+#include "verify.hpp"
+
+#include <pipesched/action.hpp>
 #include <pipesched/pipesched.hpp>
 
 #include <array>

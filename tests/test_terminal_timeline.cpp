@@ -20,9 +20,9 @@ namespace {
 using ps::backward_kind;
 using ps::op;
 
-static_assert(ps::timeline_letter(op::backward_input) == 'I');
-static_assert(ps::timeline_letter(op::send_activation) == '\0'); // p2p is not drawn
-static_assert(ps::timeline_letter(static_cast<op>(200)) == '*');  // an op added later
+PIPESCHED_VERIFY(ps::timeline_letter(op::backward_input) == 'I');
+PIPESCHED_VERIFY(ps::timeline_letter(op::send_activation) == '\0'); // p2p is not drawn
+PIPESCHED_VERIFY(ps::timeline_letter(static_cast<op>(200)) == '*');  // an op added later
 
 struct recorder {
     std::vector<ps::timed_action> seen;

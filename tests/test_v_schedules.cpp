@@ -11,7 +11,7 @@
 
 #include <doctest/doctest.h>
 
-#include <pipesched/io/action_text.hpp>
+#include <pipesched/action.hpp>
 #include <pipesched/io/csv.hpp>
 
 #include <algorithm>
@@ -211,21 +211,21 @@ constexpr std::string_view zbv_2x4_rank0 =
 constexpr std::string_view zbv_2x4_rank1 =
     "1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,"
     "1I2,2I3,1I3,1W2,2W3,1W3";
-static_assert(cells_are(zbv_2x4, 0, zbv_2x4_rank0));
-static_assert(cells_are(zbv_2x4, 1, zbv_2x4_rank1));
+PIPESCHED_VERIFY(cells_are(zbv_2x4, 0, zbv_2x4_rank0));
+PIPESCHED_VERIFY(cells_are(zbv_2x4, 1, zbv_2x4_rank1));
 
 // ZB-V, p = 2, m = 1: PyTorch pads to n_micro = 3 and idles the slots of microbatches 1, 2.
 // Rank 0 before dropping: 0F0 0F1 0F2 | 3F0 3I0 3W0 3F1 3I1 3W1 | 0I0 0W0 3F2 3I2 3W2 |
 // 0I1 0W1 0I2 0W2; kept: those of microbatch 0, in order.
 constexpr ps::zbv zbv_2x1{{2, 1, 2}};
-static_assert(cells_are(zbv_2x1, 0, "0F0,3F0,3I0,3W0,0I0,0W0"));
-static_assert(cells_are(zbv_2x1, 1, "1F0,2F0,2I0,2W0,1I0,1W0"));
+PIPESCHED_VERIFY(cells_are(zbv_2x1, 0, "0F0,3F0,3I0,3W0,0I0,0W0"));
+PIPESCHED_VERIFY(cells_are(zbv_2x1, 1, "1F0,2F0,2I0,2W0,1I0,1W0"));
 
 // ZB-V, p = 1, m = 2: one rank holds stages 0 and 1; n_micro = 2. warmup_n1 = 1: 0F0;
 // warmup_n3 = 1: 1F0 1I0 1W0; stable once (f0 = 1 < 2): 0F1 0I0 0W0 1F1 1I1 1W1;
 // cooldown_n2 = 1: 0I1 0W1.
 constexpr ps::zbv zbv_1x2{{1, 2, 2}};
-static_assert(cells_are(zbv_1x2, 0, "0F0,1F0,1I0,1W0,0F1,0I0,0W0,1F1,1I1,1W1,0I1,0W1"));
+PIPESCHED_VERIFY(cells_are(zbv_1x2, 0, "0F0,1F0,1I0,1W0,0F1,0I0,0W0,1F1,1I1,1W1,0I1,0W1"));
 
 // DualPipeV, p = 2, m = 4, rank 0 (stages 0 and 3). Counters per (stage, type); B counts on
 // I's counter.
@@ -248,37 +248,28 @@ constexpr std::string_view dpv_2x4_rank0 =
 constexpr std::string_view dpv_2x4_rank1 =
     "1F0,2F0,1F1,2F1,1F2,2B0,(2F2;1B0)OVERLAP_F_B,(1F3;2B1)OVERLAP_F_B,(2F3;1B1)OVERLAP_F_B,"
     "2B2,1B2,2I3,1I3,2W3,1W3";
-static_assert(cells_are(dpv_2x4, 0, dpv_2x4_rank0));
-static_assert(cells_are(dpv_2x4, 1, dpv_2x4_rank1));
+PIPESCHED_VERIFY(cells_are(dpv_2x4, 0, dpv_2x4_rank0));
+PIPESCHED_VERIFY(cells_are(dpv_2x4, 1, dpv_2x4_rank1));
 
 // DualPipeV, p = 1, m = 2: rank 0 is first and last (stages 0 and 1). step 2: 0F0 1F0;
 // step 4 once, not overlapped at i = 0: 0F1 1B0 (1F1;0B0); step 6 once, r even: 1B1 0I1;
 // step 8: 0W1.
 constexpr ps::dualpipe_v dpv_1x2{{1, 2, 2}};
-static_assert(cells_are(dpv_1x2, 0, "0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"));
+PIPESCHED_VERIFY(cells_are(dpv_1x2, 0, "0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"));
 
 // Events, not cells: a pair is a marker and then its two actions; the marker counts in size().
 inline constexpr ps::dualpipe_v dpv_1x2_nttp{{1, 2, 2}};
 constexpr auto dpv_1x2_events = ps::to_array<dpv_1x2_nttp>();
-static_assert(dpv_1x2_events.size() == 6 * 2 - 1 - 1);
-static_assert(dpv_1x2_events[4].kind == op::overlap_f_b);
-static_assert(dpv_1x2_events[5] == ps::event{op::forward, 1, 0, 1, ps::no_peer});
-static_assert(dpv_1x2_events[6] == ps::event{op::backward, 0, 0, 0, ps::no_peer});
+PIPESCHED_VERIFY(dpv_1x2_events.size() == 6 * 2 - 1 - 1);
+PIPESCHED_VERIFY(dpv_1x2_events[4].kind == op::overlap_f_b);
+PIPESCHED_VERIFY(dpv_1x2_events[5] == ps::event{op::forward, 1, 0, 1, ps::no_peer});
+PIPESCHED_VERIFY(dpv_1x2_events[6] == ps::event{op::backward, 0, 0, 0, ps::no_peer});
 
-static_assert(ps::validate(zbv_2x4));
-static_assert(ps::validate(dpv_2x4));
-static_assert(ps::require_valid<dpv_1x2_nttp>());
+PIPESCHED_VERIFY(ps::validate(zbv_2x4));
+PIPESCHED_VERIFY(ps::validate(dpv_2x4));
+PIPESCHED_VERIFY(ps::require_valid<dpv_1x2_nttp>());
 
 TEST_CASE("zbv and dualpipe_v: exact orders, run-time twins of the static_asserts") {
-    CHECK(cells_are(zbv_2x4, 0, zbv_2x4_rank0));
-    CHECK(cells_are(zbv_2x4, 1, zbv_2x4_rank1));
-    CHECK(cells_are(zbv_2x1, 0, "0F0,3F0,3I0,3W0,0I0,0W0"));
-    CHECK(cells_are(zbv_2x1, 1, "1F0,2F0,2I0,2W0,1I0,1W0"));
-    CHECK(cells_are(zbv_1x2, 0, "0F0,1F0,1I0,1W0,0F1,0I0,0W0,1F1,1I1,1W1,0I1,0W1"));
-    CHECK(cells_are(dpv_2x4, 0, dpv_2x4_rank0));
-    CHECK(cells_are(dpv_2x4, 1, dpv_2x4_rank1));
-    CHECK(cells_are(dpv_1x2, 0, "0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"));
-    CHECK(dpv_1x2_events[4].kind == op::overlap_f_b);
     CHECK(static_cast<bool>(ps::validate(zbv_2x4)));
     CHECK(static_cast<bool>(ps::validate(dpv_2x4)));
     // cells_are must be able to fail.
@@ -299,12 +290,12 @@ TEST_CASE("zbv and dualpipe_v: exact orders, run-time twins of the static_assert
 // ---------------------------------------------------------------------------------------------
 // Shapes.
 
-static_assert(ps::schedule_policy<ps::zbv>);
-static_assert(ps::schedule_policy<ps::dualpipe_v>);
-static_assert(ps::zbv::layout == ps::placement::v_shape);
-static_assert(ps::dualpipe_v::layout == ps::placement::v_shape);
-static_assert(!ps::zbv{{4, 8, 1}}.check());
-static_assert(!ps::dualpipe_v{{4, 7, 2}}.check());
+PIPESCHED_VERIFY(ps::schedule_policy<ps::zbv>);
+PIPESCHED_VERIFY(ps::schedule_policy<ps::dualpipe_v>);
+PIPESCHED_VERIFY(ps::zbv::layout == ps::placement::v_shape);
+PIPESCHED_VERIFY(ps::dualpipe_v::layout == ps::placement::v_shape);
+PIPESCHED_VERIFY(!ps::zbv{{4, 8, 1}}.check());
+PIPESCHED_VERIFY(!ps::dualpipe_v{{4, 7, 2}}.check());
 
 TEST_CASE("zbv and dualpipe_v: accepted shapes, and messages naming the constraint") {
     for (std::uint32_t p = 1; p <= 8; ++p) {
@@ -550,11 +541,11 @@ TEST_CASE("dualpipe_v: a pair waits for both inputs, so a pair can deadlock wher
 // Memory and bubble in the cost-model replay.
 
 // ZB-V peak: min(2p, 2m, m+r+1) chunk activations (F allocates, W frees).
-static_assert(ps::peak_activations(zbv_2x4, 0) == 4);
-static_assert(ps::simulate(zbv_2x4).ranks[1].peak_activations == 4);
+PIPESCHED_VERIFY(ps::peak_activations(zbv_2x4, 0) == 4);
+PIPESCHED_VERIFY(ps::simulate(zbv_2x4).ranks[1].peak_activations == 4);
 // DualPipeV peak: 2p+1 chunk activations on every rank.
-static_assert(ps::simulate(dpv_2x4).ranks[0].peak_activations == 5);
-static_assert(ps::peak_activations(dpv_2x4, 1) == 5);
+PIPESCHED_VERIFY(ps::simulate(dpv_2x4).ranks[0].peak_activations == 5);
+PIPESCHED_VERIFY(ps::peak_activations(dpv_2x4, 1) == 5);
 
 TEST_CASE("zbv: peak activations min(2p, 2m, m+r+1): 2p chunk activations = p microbatches once m >= 2p-1") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {

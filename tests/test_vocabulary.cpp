@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include <pipesched/io/action_text.hpp>
+#include <pipesched/action.hpp>
 
 #include <string>
 
@@ -22,15 +22,14 @@ constexpr bool every_op_round_trips() {
     ps::op ignored{};
     return !ps::op_from_string("forwards", ignored) && !ps::op_from_string("", ignored);
 }
-static_assert(every_op_round_trips());
-static_assert(sizeof(ps::event) == 8);
-static_assert(ps::compute_letter(ps::op::backward_input) == 'I');
-static_assert(ps::compute_letter(ps::op::grad_sync) == '\0');
-static_assert(ps::is_compute(ps::op::backward_weight) && !ps::is_compute(ps::op::loss));
-static_assert(ps::is_p2p(ps::op::recv_gradient) && !ps::is_p2p(ps::op::grad_sync));
+PIPESCHED_VERIFY(every_op_round_trips());
+PIPESCHED_VERIFY(sizeof(ps::event) == 8);
+PIPESCHED_VERIFY(ps::compute_letter(ps::op::backward_input) == 'I');
+PIPESCHED_VERIFY(ps::compute_letter(ps::op::grad_sync) == '\0');
+PIPESCHED_VERIFY(ps::is_compute(ps::op::backward_weight) && !ps::is_compute(ps::op::loss));
+PIPESCHED_VERIFY(ps::is_p2p(ps::op::recv_gradient) && !ps::is_p2p(ps::op::grad_sync));
 
 TEST_CASE("ops: names round-trip, classification") {
-    CHECK(every_op_round_trips());
     CHECK(ps::to_string(ps::op::optimizer_step) == "optimizer_step");
     CHECK(ps::to_string(ps::op::param_gather) == "param_gather");
     CHECK(ps::compute_letter(ps::op::forward) == 'F');
@@ -51,11 +50,11 @@ constexpr bool placement_round_trips(ps::placement pl, std::uint32_t p, std::uin
     }
     return true;
 }
-static_assert(ps::stage_of(ps::placement::loop, 4, 1, 1) == 5);
-static_assert(ps::stage_of(ps::placement::v_shape, 4, 1, 1) == 6); // 2p-1-rank
-static_assert(ps::stage_of(ps::placement::v_shape, 4, 3, 1) == 4); // the V turns on the last rank
-static_assert(placement_round_trips(ps::placement::loop, 4, 3));
-static_assert(placement_round_trips(ps::placement::v_shape, 4, 2));
+PIPESCHED_VERIFY(ps::stage_of(ps::placement::loop, 4, 1, 1) == 5);
+PIPESCHED_VERIFY(ps::stage_of(ps::placement::v_shape, 4, 1, 1) == 6); // 2p-1-rank
+PIPESCHED_VERIFY(ps::stage_of(ps::placement::v_shape, 4, 3, 1) == 4); // the V turns on the last rank
+PIPESCHED_VERIFY(placement_round_trips(ps::placement::loop, 4, 3));
+PIPESCHED_VERIFY(placement_round_trips(ps::placement::v_shape, 4, 2));
 
 TEST_CASE("placement: stage_of and locate_stage are inverse") {
     for (std::uint32_t p = 1; p <= 8; ++p) {
@@ -77,50 +76,29 @@ constexpr bool fails_with(std::string_view text, ps::action_errc e, std::size_t 
     return !r && r.error == e && r.position == at;
 }
 
-static_assert(parses_to("0F1", {0, ps::op::forward, 1}));
-static_assert(parses_to("3I2", {3, ps::op::backward_input, 2}));
-static_assert(parses_to("5W0", {5, ps::op::backward_weight, 0}));
-static_assert(parses_to("2B7", {2, ps::op::backward, 7}));
-static_assert(parses_to("4294967295F65535", {4294967295u, ps::op::forward, 65535}));
-static_assert(fails_with("", ps::action_errc::empty, 0));
-static_assert(fails_with("F1", ps::action_errc::expected_stage, 0));
-static_assert(fails_with("-1F1", ps::action_errc::negative_number, 0));
-static_assert(fails_with("1F-1", ps::action_errc::negative_number, 2));
-static_assert(fails_with("12", ps::action_errc::expected_letter, 2));
-static_assert(fails_with("1X2", ps::action_errc::unknown_letter, 1));
-static_assert(fails_with("1f2", ps::action_errc::unknown_letter, 1));
-static_assert(fails_with("1F", ps::action_errc::expected_microbatch, 2));
-static_assert(fails_with("1F+2", ps::action_errc::expected_microbatch, 2));
-static_assert(fails_with("1F2x", ps::action_errc::trailing_characters, 3));
-static_assert(fails_with("1F2 ", ps::action_errc::trailing_characters, 3));
-static_assert(fails_with(" 1F2", ps::action_errc::expected_stage, 0));
-static_assert(fails_with("4294967296F0", ps::action_errc::stage_overflow, 0));
-static_assert(fails_with("99999999999999999999999F0", ps::action_errc::stage_overflow, 0));
-static_assert(fails_with("0F65536", ps::action_errc::microbatch_overflow, 2));
-static_assert(fails_with("0B1F2", ps::action_errc::trailing_characters, 3));
+PIPESCHED_VERIFY(parses_to("0F1", {0, ps::op::forward, 1}));
+PIPESCHED_VERIFY(parses_to("3I2", {3, ps::op::backward_input, 2}));
+PIPESCHED_VERIFY(parses_to("5W0", {5, ps::op::backward_weight, 0}));
+PIPESCHED_VERIFY(parses_to("2B7", {2, ps::op::backward, 7}));
+PIPESCHED_VERIFY(parses_to("4294967295F65535", {4294967295u, ps::op::forward, 65535}));
+PIPESCHED_VERIFY(fails_with("", ps::action_errc::empty, 0));
+PIPESCHED_VERIFY(fails_with("F1", ps::action_errc::expected_stage, 0));
+PIPESCHED_VERIFY(fails_with("-1F1", ps::action_errc::negative_number, 0));
+PIPESCHED_VERIFY(fails_with("1F-1", ps::action_errc::negative_number, 2));
+PIPESCHED_VERIFY(fails_with("12", ps::action_errc::expected_letter, 2));
+PIPESCHED_VERIFY(fails_with("1X2", ps::action_errc::unknown_letter, 1));
+PIPESCHED_VERIFY(fails_with("1f2", ps::action_errc::unknown_letter, 1));
+PIPESCHED_VERIFY(fails_with("1F", ps::action_errc::expected_microbatch, 2));
+PIPESCHED_VERIFY(fails_with("1F+2", ps::action_errc::expected_microbatch, 2));
+PIPESCHED_VERIFY(fails_with("1F2x", ps::action_errc::trailing_characters, 3));
+PIPESCHED_VERIFY(fails_with("1F2 ", ps::action_errc::trailing_characters, 3));
+PIPESCHED_VERIFY(fails_with(" 1F2", ps::action_errc::expected_stage, 0));
+PIPESCHED_VERIFY(fails_with("4294967296F0", ps::action_errc::stage_overflow, 0));
+PIPESCHED_VERIFY(fails_with("99999999999999999999999F0", ps::action_errc::stage_overflow, 0));
+PIPESCHED_VERIFY(fails_with("0F65536", ps::action_errc::microbatch_overflow, 2));
+PIPESCHED_VERIFY(fails_with("0B1F2", ps::action_errc::trailing_characters, 3));
 
 TEST_CASE("action text: parse and format, run-time twins") {
-    CHECK(parses_to("0F1", {0, ps::op::forward, 1}));
-    CHECK(parses_to("3I2", {3, ps::op::backward_input, 2}));
-    CHECK(parses_to("5W0", {5, ps::op::backward_weight, 0}));
-    CHECK(parses_to("2B7", {2, ps::op::backward, 7}));
-    CHECK(parses_to("4294967295F65535", {4294967295u, ps::op::forward, 65535}));
-    CHECK(fails_with("", ps::action_errc::empty, 0));
-    CHECK(fails_with("F1", ps::action_errc::expected_stage, 0));
-    CHECK(fails_with("-1F1", ps::action_errc::negative_number, 0));
-    CHECK(fails_with("1F-1", ps::action_errc::negative_number, 2));
-    CHECK(fails_with("12", ps::action_errc::expected_letter, 2));
-    CHECK(fails_with("1X2", ps::action_errc::unknown_letter, 1));
-    CHECK(fails_with("1f2", ps::action_errc::unknown_letter, 1));
-    CHECK(fails_with("1F", ps::action_errc::expected_microbatch, 2));
-    CHECK(fails_with("1F+2", ps::action_errc::expected_microbatch, 2));
-    CHECK(fails_with("1F2x", ps::action_errc::trailing_characters, 3));
-    CHECK(fails_with("1F2 ", ps::action_errc::trailing_characters, 3));
-    CHECK(fails_with(" 1F2", ps::action_errc::expected_stage, 0));
-    CHECK(fails_with("4294967296F0", ps::action_errc::stage_overflow, 0));
-    CHECK(fails_with("99999999999999999999999F0", ps::action_errc::stage_overflow, 0));
-    CHECK(fails_with("0F65536", ps::action_errc::microbatch_overflow, 2));
-    CHECK(fails_with("0B1F2", ps::action_errc::trailing_characters, 3));
     for (auto e : {ps::action_errc::empty, ps::action_errc::unknown_letter,
                    ps::action_errc::trailing_characters, ps::action_errc::microbatch_overflow}) {
         CHECK_FALSE(ps::describe(e).empty());

@@ -65,9 +65,9 @@ constexpr std::string_view h1_4x8_rank1 =
 constexpr std::string_view h1_4x8_rank3 =
     "3F0,3I0,3F1,3I1,3F2,3I2,3F3,3I3,3W0,3F4,3I4,3W1,3F5,3I5,3W2,3F6,3I6,3W3,3F7,3I7,3W4,"
     "3W5,3W6,3W7";
-static_assert(order_is(h1_4x8, 0, h1_4x8_rank0));
-static_assert(order_is(h1_4x8, 1, h1_4x8_rank1));
-static_assert(order_is(h1_4x8, 3, h1_4x8_rank3));
+PIPESCHED_VERIFY(order_is(h1_4x8, 0, h1_4x8_rank0));
+PIPESCHED_VERIFY(order_is(h1_4x8, 1, h1_4x8_rank1));
+PIPESCHED_VERIFY(order_is(h1_4x8, 3, h1_4x8_rank3));
 
 // interleaved_zero_bubble, p = 2, m = 4, v = 2: rounds = 2, g = 2, n = m*v = 8.
 // forward_stage_index: ops 0,1 -> chunk 0; 2,3 -> chunk 1; 4,5 -> chunk 0; 6,7 -> chunk 1, so
@@ -91,8 +91,8 @@ constexpr std::string_view zb1p_2x4x2_rank0 =
 constexpr std::string_view zb1p_2x4x2_rank1 =
     "1F0,1F1,3F0,3I0,3F1,3I1,3W0,1F2,1I0,3W1,1F3,1I1,1W0,3F2,3I2,1W1,3F3,3I3,3W2,1I2,3W3,1I3,"
     "1W2,1W3";
-static_assert(order_is(zb1p_2x4x2, 0, zb1p_2x4x2_rank0));
-static_assert(order_is(zb1p_2x4x2, 1, zb1p_2x4x2_rank1));
+PIPESCHED_VERIFY(order_is(zb1p_2x4x2, 0, zb1p_2x4x2_rank0));
+PIPESCHED_VERIFY(order_is(zb1p_2x4x2, 1, zb1p_2x4x2_rank1));
 
 // interleaved_zero_bubble with m < p, p = 4, m = 2, v = 2: rounds = 1, g = m = 2, n = 4.
 // Rank 0: warmup_ops = min(2 + 3, 4) = 4 (capped: all forwards first), delay 0:
@@ -100,8 +100,8 @@ static_assert(order_is(zb1p_2x4x2, 1, zb1p_2x4x2_rank1));
 // Rank 3: warmup_ops = 2 + 0 = 2, delay 3: 3F0 3F1 | j=0: 7F0 7I0 | j=1: 7F1 7I1 |
 //   j=2 (cool-down, 2 < 3): 3I0 | j=3: 3I1 7W0 | final loop: 7W1 3W0 3W1
 constexpr ps::interleaved_zero_bubble zb1p_4x2x2{{.ranks = 4, .microbatches = 2, .chunks = 2}};
-static_assert(order_is(zb1p_4x2x2, 0, "0F0,0F1,4F0,4F1,4I0,4W0,4I1,4W1,0I0,0W0,0I1,0W1"));
-static_assert(order_is(zb1p_4x2x2, 3, "3F0,3F1,7F0,7I0,7F1,7I1,3I0,3I1,7W0,7W1,3W0,3W1"));
+PIPESCHED_VERIFY(order_is(zb1p_4x2x2, 0, "0F0,0F1,4F0,4F1,4I0,4W0,4I1,4W1,0I0,0W0,0I1,0W1"));
+PIPESCHED_VERIFY(order_is(zb1p_4x2x2, 3, "3F0,3F1,7F0,7I0,7F1,7I1,3I0,3I1,7W0,7W1,3W0,3W1"));
 
 // zb_h2, p = 4, m = 8: the paper's Figure 3 (bottom), microbatches counted from 0.
 // Rank r: w = 2(p-1-r)+1 warm-up F, a = min(2r, m-w) (I,F), b = m-w-a (I,W,F), w (I,W),
@@ -122,47 +122,38 @@ constexpr std::array<std::string_view, 4> h2_4x8_order{
     "2W6,2W7",
     "3F0,3I0,3F1,3I1,3F2,3I2,3F3,3I3,3F4,3I4,3F5,3I5,3F6,3I6,3W0,3F7,3I7,3W1,3W2,3W3,3W4,3W5,"
     "3W6,3W7"};
-static_assert(order_is(h2_4x8, 0, h2_4x8_order[0]));
-static_assert(order_is(h2_4x8, 1, h2_4x8_order[1]));
-static_assert(order_is(h2_4x8, 2, h2_4x8_order[2]));
-static_assert(order_is(h2_4x8, 3, h2_4x8_order[3]));
+PIPESCHED_VERIFY(order_is(h2_4x8, 0, h2_4x8_order[0]));
+PIPESCHED_VERIFY(order_is(h2_4x8, 1, h2_4x8_order[1]));
+PIPESCHED_VERIFY(order_is(h2_4x8, 2, h2_4x8_order[2]));
+PIPESCHED_VERIFY(order_is(h2_4x8, 3, h2_4x8_order[3]));
 
 // p = 1: nothing to overlap; every schedule is F I W per microbatch.
-static_assert(order_is(ps::zb_h1{{1, 2, 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
-static_assert(order_is(ps::zb_h2{{1, 2, 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
+PIPESCHED_VERIFY(order_is(ps::zb_h1{{1, 2, 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
+PIPESCHED_VERIFY(order_is(ps::zb_h2{{1, 2, 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
 
 // Materialised arrays and closed-form access.
 inline constexpr ps::zb_h2 h2_nttp{{4, 8, 1}};
 constexpr auto h2_array = ps::to_array<h2_nttp>();
-static_assert(h2_array.size() == 4 * 8 * 3);
-static_assert(h2_array[7] == ps::event{op::backward_input, 0, 0, 0, ps::no_peer});
+PIPESCHED_VERIFY(h2_array.size() == 4 * 8 * 3);
+PIPESCHED_VERIFY(h2_array[7] == ps::event{op::backward_input, 0, 0, 0, ps::no_peer});
 constexpr ps::event h1_w0_rank3{op::backward_weight, 0, 3, 0, ps::no_peer};
-static_assert(ps::zb_h1{{4, 8, 1}}.at(3, 8) == h1_w0_rank3);
+PIPESCHED_VERIFY(ps::zb_h1{{4, 8, 1}}.at(3, 8) == h1_w0_rank3);
 
 // In flight: p for ZB-H1 (every rank), 2p-1 for ZB-H2, (v-1)g + p for ZB1P.
-static_assert(ps::peak_activations(h1_4x8, 0) == 4 && ps::peak_activations(h1_4x8, 3) == 4);
-static_assert(ps::peak_activations(h2_4x8, 0) == 7 && ps::peak_activations(h2_4x8, 3) == 7);
-static_assert(ps::peak_activations(zb1p_2x4x2, 0) == 4);
+PIPESCHED_VERIFY(ps::peak_activations(h1_4x8, 0) == 4 && ps::peak_activations(h1_4x8, 3) == 4);
+PIPESCHED_VERIFY(ps::peak_activations(h2_4x8, 0) == 7 && ps::peak_activations(h2_4x8, 3) == 7);
+PIPESCHED_VERIFY(ps::peak_activations(zb1p_2x4x2, 0) == 4);
 
 // Unit costs F = I = W = 1 (B = 2 is unused): ZB-H1 takes 3m + (p-1), one third of 1F1B's
 // bubble, and ZB-H2 is a parallelogram: rank r busy from r to r + 3m.
 constexpr ps::cost_model unit_costs{{1.0, 2.0, 1.0, 1.0}};
-static_assert(ps::simulate(h1_4x8, unit_costs).makespan == 27.0);
-static_assert(ps::simulate(h2_4x8, unit_costs).makespan == 27.0);
-static_assert(ps::simulate(h2_4x8, unit_costs).ranks[2].first_start == 2.0);
-static_assert(ps::simulate(h2_4x8, unit_costs).ranks[2].last_end == 26.0);
+PIPESCHED_VERIFY(ps::simulate(h1_4x8, unit_costs).makespan == 27.0);
+PIPESCHED_VERIFY(ps::simulate(h2_4x8, unit_costs).makespan == 27.0);
+PIPESCHED_VERIFY(ps::simulate(h2_4x8, unit_costs).ranks[2].first_start == 2.0);
+PIPESCHED_VERIFY(ps::simulate(h2_4x8, unit_costs).ranks[2].last_end == 26.0);
 
 TEST_CASE("zb: exact orders, run-time twins of the static_asserts") {
-    CHECK(order_is(h1_4x8, 0, h1_4x8_rank0));
-    CHECK(order_is(h1_4x8, 1, h1_4x8_rank1));
-    CHECK(order_is(h1_4x8, 3, h1_4x8_rank3));
-    CHECK(order_is(zb1p_2x4x2, 0, zb1p_2x4x2_rank0));
-    CHECK(order_is(zb1p_2x4x2, 1, zb1p_2x4x2_rank1));
-    CHECK(order_is(zb1p_4x2x2, 0, "0F0,0F1,4F0,4F1,4I0,4W0,4I1,4W1,0I0,0W0,0I1,0W1"));
-    CHECK(order_is(zb1p_4x2x2, 3, "3F0,3F1,7F0,7I0,7F1,7I1,3I0,3I1,7W0,7W1,3W0,3W1"));
     for (std::uint32_t r = 0; r < 4; ++r) CHECK(order_is(h2_4x8, r, h2_4x8_order[r]));
-    CHECK(order_is(ps::zb_h1{{1, 2, 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
-    CHECK(order_is(ps::zb_h2{{1, 2, 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
 
     std::vector<ps::event> all;
     for (std::uint32_t r = 0; r < 4; ++r) {
@@ -170,17 +161,11 @@ TEST_CASE("zb: exact orders, run-time twins of the static_asserts") {
     }
     REQUIRE(all.size() == h2_array.size());
     for (std::size_t i = 0; i < all.size(); ++i) CHECK(all[i] == h2_array[i]);
-    CHECK(ps::zb_h1{{4, 8, 1}}.at(3, 8) == h1_w0_rank3);
 
     CHECK(ps::peak_activations(h1_4x8, 0) == 4);
     CHECK(ps::peak_activations(h1_4x8, 3) == 4);
     CHECK(ps::peak_activations(h2_4x8, 0) == 7);
     CHECK(ps::peak_activations(h2_4x8, 3) == 7);
-    CHECK(ps::peak_activations(zb1p_2x4x2, 0) == 4);
-    CHECK(ps::simulate(h1_4x8, unit_costs).makespan == 27.0);
-    CHECK(ps::simulate(h2_4x8, unit_costs).makespan == 27.0);
-    CHECK(ps::simulate(h2_4x8, unit_costs).ranks[2].first_start == 2.0);
-    CHECK(ps::simulate(h2_4x8, unit_costs).ranks[2].last_end == 26.0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,10 +297,10 @@ std::uint32_t expected_peak(const ps::interleaved_zero_bubble& pol, std::uint32_
 
 #define PIPESCHED_ZB_POLICIES ps::zb_h1, ps::zb_h2, ps::interleaved_zero_bubble
 
-static_assert(ps::indexable_policy<ps::zb_h1>);
-static_assert(ps::indexable_policy<ps::zb_h2>);
-static_assert(ps::indexable_policy<ps::interleaved_zero_bubble>);
-static_assert(ps::rank_cursor<decltype(ps::zb_h2{{2, 2, 1}}.cursor(0))>);
+PIPESCHED_VERIFY(ps::indexable_policy<ps::zb_h1>);
+PIPESCHED_VERIFY(ps::indexable_policy<ps::zb_h2>);
+PIPESCHED_VERIFY(ps::indexable_policy<ps::interleaved_zero_bubble>);
+PIPESCHED_VERIFY(ps::rank_cursor<decltype(ps::zb_h2{{2, 2, 1}}.cursor(0))>);
 
 TEST_CASE_TEMPLATE("zb: every unit runs exactly one F, one I and one W, in that order, on one rank",
                    P, PIPESCHED_ZB_POLICIES) {
@@ -542,18 +527,18 @@ TEST_CASE_TEMPLATE("zb: the iteration around the schedule validates", P, PIPESCH
 // ---------------------------------------------------------------------------------------------
 // Catalog.
 
-static_assert(ps::find_schedule("zb_h1") == ps::schedule_id::zb_h1);
-static_assert(ps::find_schedule("zb-h1") == ps::schedule_id::zb_h1);
-static_assert(ps::find_schedule("ZBH1") == ps::schedule_id::zb_h1);
-static_assert(ps::find_schedule("zb-h2") == ps::schedule_id::zb_h2);
+PIPESCHED_VERIFY(ps::find_schedule("zb_h1") == ps::schedule_id::zb_h1);
+PIPESCHED_VERIFY(ps::find_schedule("zb-h1") == ps::schedule_id::zb_h1);
+PIPESCHED_VERIFY(ps::find_schedule("ZBH1") == ps::schedule_id::zb_h1);
+PIPESCHED_VERIFY(ps::find_schedule("zb-h2") == ps::schedule_id::zb_h2);
 constexpr auto zb1p_id = ps::schedule_id::interleaved_zero_bubble;
-static_assert(ps::find_schedule("InterleavedZeroBubble") == zb1p_id);
-static_assert(ps::find_schedule("interleaved_zero_bubble") == zb1p_id);
-static_assert(ps::find_schedule("ZB1P") == ps::schedule_id::interleaved_zero_bubble);
-static_assert(!ps::find_schedule("zb"));
-static_assert(!ps::find_schedule("---")); // an empty PyTorch name must not match an empty name
-static_assert(ps::display_name(ps::info(ps::schedule_id::zb_h2)) == "zb_h2");
-static_assert(ps::display_name(ps::info(ps::schedule_id::interleaved_zero_bubble)) ==
+PIPESCHED_VERIFY(ps::find_schedule("InterleavedZeroBubble") == zb1p_id);
+PIPESCHED_VERIFY(ps::find_schedule("interleaved_zero_bubble") == zb1p_id);
+PIPESCHED_VERIFY(ps::find_schedule("ZB1P") == ps::schedule_id::interleaved_zero_bubble);
+PIPESCHED_VERIFY(!ps::find_schedule("zb"));
+PIPESCHED_VERIFY(!ps::find_schedule("---")); // an empty PyTorch name must not match an empty name
+PIPESCHED_VERIFY(ps::display_name(ps::info(ps::schedule_id::zb_h2)) == "zb_h2");
+PIPESCHED_VERIFY(ps::display_name(ps::info(ps::schedule_id::interleaved_zero_bubble)) ==
               "InterleavedZeroBubble");
 
 TEST_CASE("zb: catalog dispatch builds the zero-bubble policies, always split") {

@@ -27,11 +27,12 @@
 #include <pipesched/io/csv.hpp>
 #include <pipesched/policy.hpp>
 #include <pipesched/shape.hpp>
+#include <pipesched/version.hpp>
 
 namespace pipesched::cli {
 
 inline constexpr std::string_view program_name = "pipesched";
-inline constexpr std::string_view program_version = "0.1.0"; // keep in step with project() in CMake
+inline constexpr std::string_view program_version = pipesched::version_string; // include/pipesched/version.hpp
 
 // Exit statuses (documented in `pipesched --help` and the README).
 inline constexpr int exit_ok = 0;

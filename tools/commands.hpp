@@ -16,6 +16,8 @@ extern const command_spec check_command;    // check.cpp
 extern const command_spec simulate_command; // simulate.cpp
 extern const command_spec compare_command;  // compare.cpp
 extern const command_spec simai_command;    // simai.cpp
+extern const command_spec autoschedule_command; // autoschedule.cpp
+extern const command_spec chakra_command;   // chakra.cpp
 extern const command_spec help_command;     // help.cpp
 
 /// Every command, in the order `pipesched --help` lists them (main.cpp).

@@ -65,6 +65,8 @@ int run_compare(const parsed_args& args) {
     rows.push_back({"schedule", "chunks", "bubble", "makespan", "peak max", "peak rank 0", "note"});
     /// The numbers of one simulated row; false (row left as "-") if the result overflowed.
     const auto fill = [](std::array<std::string, 7>& row, const pipesched::simulation& sim, std::uint32_t chunks) {
+        if (!sim)
+            fail("--cost: " + row[0] + ": " + pipesched::describe(sim.check));
         if (!std::isfinite(sim.makespan) || !std::isfinite(sim.bubble_fraction)) {
             fail("--cost: the simulated times of " + row[0] +
                  " overflow (the makespan exceeds 1.7976931348623157e308); use smaller costs");

@@ -1,6 +1,6 @@
 // pipesched demo
+#include <pipesched/action.hpp>
 #include <pipesched/analysis/simulate.hpp>
-#include <pipesched/io/action_text.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"

@@ -1,7 +1,7 @@
 // pipesched: the command-line front end of the library.
 //
 //   pipesched                       a short demonstration: why SimAI runs all forwards first
-//   pipesched COMMAND [FLAGS]       order, check, simulate, compare, simai (one file each here)
+//   pipesched COMMAND [FLAGS]       order, check, simulate, compare, simai, chakra (one file each)
 //   pipesched help [COMMAND] | --help | -h | --version
 //
 // This file holds the command table and dispatch; cli.hpp says how to add a subcommand.
@@ -22,8 +22,9 @@
 namespace pipesched::cli {
 
 namespace {
-constexpr std::array<const command_spec*, 6> commands{
-    &order_command, &check_command, &simulate_command, &compare_command, &simai_command, &help_command};
+constexpr std::array<const command_spec*, 8> commands{
+    &order_command, &check_command,   &simulate_command, &compare_command,
+    &simai_command, &chakra_command,  &autoschedule_command, &help_command};
 } // namespace
 
 std::span<const command_spec* const> all_commands() { return commands; }

@@ -1,5 +1,5 @@
 // pipesched order
-#include <pipesched/io/action_text.hpp>
+#include <pipesched/action.hpp>
 #include <pipesched/io/csv.hpp>
 
 #include "cli.hpp"

@@ -88,7 +88,9 @@ struct to_output {
 
 /// A simulation the library refused although validation passed: costs that overflow, for one.
 [[noreturn]] void refused(const pipesched::simulation& sim) {
-    fail("cannot simulate: " + pipesched::describe(sim.check));
+    const bool costs = sim.check.code == pipesched::verdict_code::invalid_cost ||
+                       sim.check.code == pipesched::verdict_code::time_overflow;
+    fail((costs ? "--cost: " : "cannot simulate: ") + pipesched::describe(sim.check));
 }
 
 /// Refuses a result that is not a finite number: costs whose sum overflows a double.

@@ -19,6 +19,8 @@
 #include "policies/interleaved_zero_bubble.hpp"
 #include "policies/looped_bfs.hpp"
 #include "policies/one_f_one_b.hpp"
+#include "policies/v_half.hpp"
+#include "policies/v_min.hpp"
 #include "policies/zb_h1.hpp"
 #include "policies/zb_h2.hpp"
 #include "policies/zbv.hpp"
@@ -37,6 +39,8 @@ enum class schedule_id : std::uint8_t {
     interleaved_zero_bubble,
     zbv,
     dualpipe_v,
+    v_min,
+    v_half,
 };
 
 struct schedule_info {
@@ -49,7 +53,7 @@ struct schedule_info {
     bool fixed_backward = false;   ///< decides the backward itself (zero-bubble, V): B/I/W by design
 };
 
-inline constexpr std::array<schedule_info, 9> schedules{{
+inline constexpr std::array<schedule_info, 11> schedules{{
     {schedule_id::gpipe, "gpipe", "GPipe", {"allforwardallbackward", "afab", ""}, false},
     {schedule_id::one_f_one_b, "one_f_one_b", "1F1B", {"onefoneb", "pipedreamflush", ""}, false},
     {schedule_id::interleaved_1f1b, "interleaved_1f1b", "Interleaved1F1B",
@@ -62,6 +66,9 @@ inline constexpr std::array<schedule_info, 9> schedules{{
     // V placement, chunks = 2; "zb-v" and "dualpipev" match the names once normalised.
     {schedule_id::zbv, "zbv", "ZBVZeroBubble", {"zerobubblev", "", ""}, true, true},
     {schedule_id::dualpipe_v, "dualpipe_v", "DualPipeV", {"", "", ""}, true, true},
+    // Not in PyTorch; accepted in PyTorch's style too (ZBVMin like ZBVZeroBubble).
+    {schedule_id::v_min, "v_min", "", {"zbvmin", "vminzerobubble", ""}, true, true},
+    {schedule_id::v_half, "v_half", "", {"zbvhalf", "vhalfzerobubble", ""}, true, true},
 }};
 
 [[nodiscard]] constexpr const schedule_info& info(schedule_id id) noexcept {
@@ -130,6 +137,8 @@ constexpr decltype(auto) with_schedule(schedule_id id, const schedule_options& o
             return std::forward<F>(f)(interleaved_zero_bubble{o.dims});
         case schedule_id::zbv: return std::forward<F>(f)(zbv{o.dims});
         case schedule_id::dualpipe_v: return std::forward<F>(f)(dualpipe_v{o.dims}); // B, I, W
+        case schedule_id::v_min: return std::forward<F>(f)(v_min{o.dims});
+        case schedule_id::v_half: return std::forward<F>(f)(v_half{o.dims});
         case schedule_id::gpipe: break;
         }
         return std::forward<F>(f)(gpipe<B>{o.dims});

@@ -24,15 +24,17 @@
 // p2p events carry the peer rank; the chunk of a p2p event is the local chunk that produces
 // (send) or consumes (recv) the tensor. iteration<P> is itself a schedule_policy, so emit(),
 // events(), to_array<>() and validate() work on it unchanged, at compile time as at run time.
-// The cursor keeps O(v) state: the inner policy cursor, a queue of at most ten pending events
-// (an overlapped pair with its p2p, recompute, loss and grad_sync) and a backward counter per
-// chunk (for the overlapped grad_sync).
+// The cursor keeps O(v) state and no reference to the iteration: the inner policy cursor, the
+// shape and options, a queue of at most eleven pending events (an overlapped pair with its p2p,
+// recompute, loss and grad_sync) and, for the overlapped grad_sync only, a backward counter per
+// chunk.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "event.hpp"
 #include "policy.hpp"
@@ -92,7 +94,8 @@ public:
     }
 
     /// Events on one rank: closed form, O(v).
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         std::size_t n = policy.size(rank);
         const std::size_t m = shape.microbatches;
         for (std::uint32_t c = 0; c < shape.chunks; ++c) {
@@ -109,33 +112,58 @@ public:
         return n;
     }
 
+    /// Self-contained (it copies the shape and options, so it outlives the iteration it came
+    /// from) and small: the policy's cursor, a queue of at most eleven pending events, and,
+    /// only when grad sync is overlapped, a 16-bit backward counter per chunk (inline for up
+    /// to 16 chunks, on the heap beyond).
     class cursor_type {
     public:
         constexpr cursor_type() = default;
         constexpr cursor_type(const iteration& it, std::uint32_t rank)
-            : it_{&it}, inner_{it.policy.cursor(rank)}, rank_{rank} {
-            for (std::uint32_t c = 0; c < it.shape.chunks; ++c) backward_left_[c] = it.shape.microbatches;
-            if (it.options.param_gather == param_gather_mode::next_iteration) {
+            : inner_{it.policy.cursor(rank)}, dims_{it.shape}, options_{it.options},
+              rank_{static_cast<std::uint16_t>(rank)} {
+            if (options_.grad_sync == grad_sync_mode::overlapped && dims_.chunks > inline_chunks) {
+                more_done_.assign(dims_.chunks - inline_chunks, 0);
+            }
+            if (options_.param_gather == param_gather_mode::next_iteration) {
                 push(iteration_event(op::param_gather, 0));
             }
             refill();
         }
 
         [[nodiscard]] constexpr bool done() const noexcept { return head_ == tail_; }
-        [[nodiscard]] constexpr event current() const noexcept { return queue_[head_ % queue_.size()]; }
+        [[nodiscard]] constexpr event current() const noexcept { return queue_[head_ % queue_size]; }
         constexpr void advance() noexcept {
             ++head_;
             if (head_ == tail_) refill();
         }
 
     private:
-        constexpr void push(const event& e) noexcept { queue_[tail_++ % queue_.size()] = e; }
+        static constexpr std::uint32_t queue_size = 16; // a pair with its p2p, recompute, loss, grad_sync: 10
+        static constexpr std::uint32_t inline_chunks = 16;
+
+        [[nodiscard]] constexpr std::uint32_t stage(std::uint32_t rank, std::uint32_t chunk) const noexcept {
+            return stage_of(layout, dims_.ranks, rank, chunk);
+        }
+        [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t stage_index) const noexcept {
+            return locate_stage(layout, dims_.ranks, stage_index).rank;
+        }
+        [[nodiscard]] constexpr bool crosses_to_next(std::uint32_t s) const noexcept {
+            return options_.p2p && s + 1 < dims_.stages() && owner(s + 1) != owner(s);
+        }
+        [[nodiscard]] constexpr bool crosses_to_previous(std::uint32_t s) const noexcept {
+            return options_.p2p && s > 0 && owner(s - 1) != owner(s);
+        }
+        [[nodiscard]] constexpr bool last_stage(std::uint32_t s) const noexcept {
+            return s + 1 == dims_.stages();
+        }
+
+        constexpr void push(const event& e) noexcept { queue_[tail_++ % queue_size] = e; }
         [[nodiscard]] constexpr event iteration_event(op kind, std::uint32_t chunk) const noexcept {
-            return event{kind, static_cast<std::uint8_t>(chunk), static_cast<std::uint16_t>(rank_), 0, no_peer};
+            return event{kind, static_cast<std::uint8_t>(chunk), rank_, 0, no_peer};
         }
         [[nodiscard]] constexpr event p2p(op kind, const event& e, std::uint32_t peer_stage) const noexcept {
-            return event{kind, e.chunk, e.rank, e.microbatch,
-                         static_cast<std::uint16_t>(it_->owner(peer_stage))};
+            return event{kind, e.chunk, e.rank, e.microbatch, static_cast<std::uint16_t>(owner(peer_stage))};
         }
 
         /// Queues the events around the next compute event, or the epilogue.
@@ -145,41 +173,41 @@ public:
                 inner_.advance();
                 return;
             }
-            const iteration_options& o = it_->options;
-            const std::uint32_t v = it_->shape.chunks;
+            const std::uint32_t v = dims_.chunks;
             // Epilogue, one event per call so the queue stays small.
             while (epilogue_ <= v + 2) {
                 const std::uint32_t step = epilogue_++;
                 if (step < v) {
-                    if (o.grad_sync == grad_sync_mode::at_end) return push(iteration_event(op::grad_sync, step));
+                    if (options_.grad_sync == grad_sync_mode::at_end) {
+                        return push(iteration_event(op::grad_sync, step));
+                    }
                 } else if (step == v) {
-                    if (o.grad_norm) return push(iteration_event(op::grad_norm, 0));
+                    if (options_.grad_norm) return push(iteration_event(op::grad_norm, 0));
                 } else if (step == v + 1) {
                     return push(iteration_event(op::optimizer_step, 0));
-                } else if (o.param_gather == param_gather_mode::after_step) {
+                } else if (options_.param_gather == param_gather_mode::after_step) {
                     return push(iteration_event(op::param_gather, 0));
                 }
             }
         }
 
         constexpr void expand(const event& e) noexcept {
-            const iteration& it = *it_;
-            const std::uint32_t s = it.stage(e.rank, e.chunk);
+            const std::uint32_t s = stage(e.rank, e.chunk);
             switch (e.kind) {
             case op::forward:
-                if (it.crosses_to_previous(s)) push(p2p(op::recv_activation, e, s - 1));
+                if (crosses_to_previous(s)) push(p2p(op::recv_activation, e, s - 1));
                 push(e);
-                if (s + 1 == it.shape.stages()) push(event{op::loss, e.chunk, e.rank, e.microbatch, no_peer});
-                if (it.crosses_to_next(s)) push(p2p(op::send_activation, e, s + 1));
+                if (last_stage(s)) push(event{op::loss, e.chunk, e.rank, e.microbatch, no_peer});
+                if (crosses_to_next(s)) push(p2p(op::send_activation, e, s + 1));
                 return;
             case op::backward:
             case op::backward_input:
-                if (it.crosses_to_next(s)) push(p2p(op::recv_gradient, e, s + 1));
-                if (it.options.activation_checkpointing) {
+                if (crosses_to_next(s)) push(p2p(op::recv_gradient, e, s + 1));
+                if (options_.activation_checkpointing) {
                     push(event{op::recompute, e.chunk, e.rank, e.microbatch, no_peer});
                 }
                 push(e);
-                if (it.crosses_to_previous(s)) push(p2p(op::send_gradient, e, s - 1));
+                if (crosses_to_previous(s)) push(p2p(op::send_gradient, e, s - 1));
                 if (e.kind == op::backward) finish_backward(e.chunk);
                 return;
             case op::backward_weight:
@@ -203,42 +231,48 @@ public:
             const event b = look.current();
             if (b.kind != op::backward && b.kind != op::backward_input) return push(marker);
             inner_ = look; // refill() steps past the B
-            const iteration& it = *it_;
-            const std::uint32_t sf = it.stage(f.rank, f.chunk);
-            const std::uint32_t sb = it.stage(b.rank, b.chunk);
-            if (it.crosses_to_previous(sf)) push(p2p(op::recv_activation, f, sf - 1));
-            if (it.crosses_to_next(sb)) push(p2p(op::recv_gradient, b, sb + 1));
-            if (it.options.activation_checkpointing) {
+            const std::uint32_t sf = stage(f.rank, f.chunk);
+            const std::uint32_t sb = stage(b.rank, b.chunk);
+            if (crosses_to_previous(sf)) push(p2p(op::recv_activation, f, sf - 1));
+            if (crosses_to_next(sb)) push(p2p(op::recv_gradient, b, sb + 1));
+            if (options_.activation_checkpointing) {
                 push(event{op::recompute, b.chunk, b.rank, b.microbatch, no_peer});
             }
             push(marker);
             push(f);
             push(b);
-            if (sf + 1 == it.shape.stages()) {
-                push(event{op::loss, f.chunk, f.rank, f.microbatch, no_peer});
-            }
-            if (it.crosses_to_next(sf)) push(p2p(op::send_activation, f, sf + 1));
-            if (it.crosses_to_previous(sb)) push(p2p(op::send_gradient, b, sb - 1));
+            if (last_stage(sf)) push(event{op::loss, f.chunk, f.rank, f.microbatch, no_peer});
+            if (crosses_to_next(sf)) push(p2p(op::send_activation, f, sf + 1));
+            if (crosses_to_previous(sb)) push(p2p(op::send_gradient, b, sb - 1));
             if (b.kind == op::backward) finish_backward(b.chunk);
         }
 
+        /// Counts the chunk's backward work (B, or W); after its m-th, the chunk's gradients
+        /// are complete and an overlapped grad_sync follows. The 16-bit count wraps exactly at
+        /// m = 65536, the largest m, where (uint16)m is 0.
         constexpr void finish_backward(std::uint32_t chunk) noexcept {
-            if (--backward_left_[chunk] == 0 && it_->options.grad_sync == grad_sync_mode::overlapped) {
+            if (options_.grad_sync != grad_sync_mode::overlapped || chunk >= dims_.chunks) return;
+            std::uint16_t& done = chunk < inline_chunks ? done_[chunk] : more_done_[chunk - inline_chunks];
+            ++done;
+            if (done == static_cast<std::uint16_t>(dims_.microbatches)) {
                 push(iteration_event(op::grad_sync, chunk));
             }
         }
 
-        const iteration* it_ = nullptr;
         decltype(std::declval<const P&>().cursor(0u)) inner_{};
-        std::uint32_t rank_ = 0;
-        std::uint32_t epilogue_ = 0;
-        std::array<event, 16> queue_{};
-        std::uint32_t head_ = 0;
-        std::uint32_t tail_ = 0;
-        std::array<std::uint32_t, max_chunks> backward_left_{};
+        pipesched::shape dims_{};
+        iteration_options options_{};
+        std::uint16_t rank_ = 0;
+        std::uint16_t epilogue_ = 0;
+        std::uint8_t head_ = 0; // wraps with tail_: only their difference and the index mod 16 matter
+        std::uint8_t tail_ = 0;
+        std::array<event, queue_size> queue_{};
+        std::array<std::uint16_t, inline_chunks> done_{};
+        std::vector<std::uint16_t> more_done_{};
     };
 
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         return cursor_type{*this, rank};
     }
 };

@@ -6,6 +6,7 @@
 #include "policy.hpp"
 #include "shape.hpp"
 #include "sink.hpp"
+#include "version.hpp"
 
 #include "policies/gpipe.hpp"
 #include "policies/interleaved_1f1b.hpp"

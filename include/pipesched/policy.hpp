@@ -6,6 +6,9 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -13,6 +16,51 @@
 #include "shape.hpp"
 
 namespace pipesched {
+
+/// The contract of every policy (README, "Limitations"): a policy whose check() rejects its
+/// shape, or a rank outside the shape, must not be used. The entry points that generate events
+/// (size, cursor, at, generate, and through them events, emit, to_array, iteration) check it
+/// and throw contract_error naming the violated constraint; in a constant expression that is
+/// a compile error. validate() and simulate() do not throw: they return the verdict
+/// invalid_shape. Built without exceptions, a violation calls std::abort().
+class contract_error : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+namespace detail {
+
+[[noreturn]] inline void throw_contract_error(std::string_view what) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+    throw contract_error{"pipesched: " + std::string{what}};
+#else
+    (void)what;
+    std::abort();
+#endif
+}
+
+/// Throws contract_error unless the policy accepts its shape and `rank` is one of its ranks.
+/// One check() per call: the entry points call it once per rank, not once per event.
+template <class P>
+constexpr void require_usable(const P& pol, std::uint32_t rank) {
+    if (const auto c = pol.check(); !c.ok) throw_contract_error(c.message);
+    if (rank >= pol.shape.ranks) throw_contract_error("rank out of range (rank >= ranks)");
+}
+
+/// For the entry points that cover every rank (emit, event_count): with ranks = 0 the loop
+/// over ranks would silently do nothing.
+template <class P>
+constexpr void require_usable(const P& pol) {
+    if (const auto c = pol.check(); !c.ok) throw_contract_error(c.message);
+}
+
+/// at(rank, i) also needs i < size(rank).
+template <class P>
+constexpr void require_index(const P& pol, std::uint32_t rank, std::size_t i) {
+    if (i >= pol.size(rank)) throw_contract_error("event index out of range (index >= size(rank))");
+}
+
+} // namespace detail
 
 /// Whether a backward runs as one op (B) or split into input grad then weight grad (I, W).
 enum class backward_kind : std::uint8_t { full, split };
@@ -43,15 +91,33 @@ concept indexable_policy =
         { p.at(rank, i) } -> std::same_as<event>;
     };
 
+template <schedule_policy P>
+class iteration; // iteration.hpp
+
+namespace detail {
+/// Whether T is an iteration<P>. The schedule overloads of validate() and simulate() exclude
+/// iterations, so that validate(iteration{pol}) without analysis/validate_iteration.hpp does
+/// not compile instead of silently checking the iteration as a bare schedule.
+template <class T>
+inline constexpr bool is_iteration = false;
+template <schedule_policy P>
+inline constexpr bool is_iteration<iteration<P>> = true;
+} // namespace detail
+
+/// A schedule policy that is not an iteration: what the schedule-level analysis accepts.
+template <class P>
+concept schedule_only_policy = schedule_policy<P> && !detail::is_iteration<P>;
+
 /// Number of events on one rank.
 template <schedule_policy P>
-[[nodiscard]] constexpr std::size_t event_count(const P& pol, std::uint32_t rank) noexcept {
+[[nodiscard]] constexpr std::size_t event_count(const P& pol, std::uint32_t rank) {
     return pol.size(rank);
 }
 
 /// Number of events over all ranks.
 template <schedule_policy P>
-[[nodiscard]] constexpr std::size_t event_count(const P& pol) noexcept {
+[[nodiscard]] constexpr std::size_t event_count(const P& pol) {
+    detail::require_usable(pol);
     std::size_t total = 0;
     const shape s = pol.shape;
     for (std::uint32_t r = 0; r < s.ranks; ++r) total += pol.size(r);
@@ -99,7 +165,7 @@ public:
     constexpr rank_events(const P& source, std::uint32_t rank) : pol_{source}, rank_{rank} {}
     [[nodiscard]] constexpr iterator begin() const { return iterator{pol_.cursor(rank_)}; }
     [[nodiscard]] constexpr cursor_end end() const noexcept { return {}; }
-    [[nodiscard]] constexpr std::size_t size() const noexcept { return pol_.size(rank_); }
+    [[nodiscard]] constexpr std::size_t size() const { return pol_.size(rank_); }
 
 private:
     P pol_;
@@ -108,6 +174,7 @@ private:
 
 template <schedule_policy P>
 [[nodiscard]] constexpr rank_events<P> events(const P& pol, std::uint32_t rank) {
+    detail::require_usable(pol, rank);
     return rank_events<P>{pol, rank};
 }
 

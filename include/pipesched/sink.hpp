@@ -25,6 +25,7 @@ concept has_generate = requires(const P& p, std::uint32_t rank, F& f) { p.genera
 /// Push every event of one rank, in execution order.
 template <schedule_policy P, event_sink S>
 constexpr void emit(const P& pol, std::uint32_t rank, S&& sink) {
+    detail::require_usable(pol, rank);
     auto forward = [&sink](const event& e) { sink.push(e); };
     if constexpr (detail::has_generate<P, decltype(forward)>) {
         // Policies with a phase structure expose a loop per phase, which is what makes
@@ -38,6 +39,7 @@ constexpr void emit(const P& pol, std::uint32_t rank, S&& sink) {
 /// Push every event of every rank: all of rank 0, then all of rank 1, ...
 template <schedule_policy P, event_sink S>
 constexpr void emit(const P& pol, S&& sink) {
+    detail::require_usable(pol);
     const shape s = pol.shape;
     for (std::uint32_t r = 0; r < s.ranks; ++r) emit(pol, r, sink);
 }

@@ -1,7 +1,7 @@
 // libFuzzer target: parse_action and parse_cell on arbitrary bytes. Whatever they accept must
 // print back to exactly the input (the grammar has one spelling per value), and errors must
 // point inside the input or just past its end.
-#include <pipesched/io/action_text.hpp>
+#include <pipesched/action.hpp>
 
 #include <cstddef>
 #include <cstdint>

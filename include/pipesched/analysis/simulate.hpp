@@ -22,6 +22,11 @@
 // Memory model, in chunk activations: a unit's activation is allocated by its F and freed by
 // the end of its B, or, for a split backward, by its W. I frees nothing: the weight gradient
 // still needs the stored inputs. This is the accounting of Qi et al. (ZB-H1 peak p).
+// The general form (Qi et al. 2024, section 3.1), in any unit, per stage: F adds M_B
+// (stage_costs::activation_memory), I releases M_B - M_W (keeping the M_W that W needs,
+// stage_costs::weight_memory), W releases M_W, a full B releases M_B. rank_summary::peak_memory
+// is the peak of that sum on each rank; with the defaults M_B = M_W = 1 it equals
+// peak_activations.
 //
 // Linear in the number of actions; the only allocations are O(p + stages * m) arrays made
 // once before the replay, none per event. constexpr: a scalar read off the result works in
@@ -31,10 +36,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "../event.hpp"
-#include "../io/action_text.hpp"
+#include "../action.hpp"
 #include "../policy.hpp"
 #include "validate.hpp"
 
@@ -49,6 +55,10 @@ struct stage_costs {
     /// An overlapped pair whose F runs on this stage ("F&B" in DualPipe's bubble formula);
     /// negative (the default): F + B of the two actions, no speed-up.
     double overlapped_forward_backward = -1.0;
+    /// M_B: memory one unit's F allocates on this stage (memory model above).
+    double activation_memory = 1.0;
+    /// M_W: the part of it that W still needs after I; I releases M_B - M_W, W releases M_W.
+    double weight_memory = 1.0;
 };
 
 struct cost_model {
@@ -68,12 +78,24 @@ struct cost_model {
         }
     }
 
+    /// Change of the rank's memory when `a` runs (memory model above).
+    [[nodiscard]] constexpr double memory_change(const action& a) const noexcept {
+        const stage_costs& c = a.stage < per_stage.size() ? per_stage[a.stage] : uniform;
+        switch (a.kind) {
+        case op::forward: return c.activation_memory;
+        case op::backward: return -c.activation_memory;
+        case op::backward_input: return c.weight_memory - c.activation_memory;
+        case op::backward_weight: return -c.weight_memory;
+        default: return 0.0;
+        }
+    }
+
     /// Duration of an overlapped pair: the F's stage's overlapped_forward_backward if it is
-    /// set, else duration(f) + duration(b).
+    /// set, else duration(f) + duration(b). A NaN is passed on, for the replay to refuse.
     [[nodiscard]] constexpr double overlapped(const action& f, const action& b) const noexcept {
         const stage_costs& c = f.stage < per_stage.size() ? per_stage[f.stage] : uniform;
-        return c.overlapped_forward_backward >= 0.0 ? c.overlapped_forward_backward
-                                                    : duration(f) + duration(b);
+        const double fused = c.overlapped_forward_backward;
+        return fused >= 0.0 || fused != fused ? fused : duration(f) + duration(b);
     }
 };
 
@@ -98,6 +120,7 @@ struct rank_summary {
     double busy = 0.0;
     double idle = 0.0;             ///< makespan - busy
     std::uint32_t peak_activations = 0;
+    double peak_memory = 0.0;      ///< in the units of stage_costs::activation_memory
     double first_start = 0.0;
     double last_end = 0.0;
 };
@@ -114,9 +137,22 @@ struct simulation {
         for (const rank_summary& r : ranks) peak = r.peak_activations > peak ? r.peak_activations : peak;
         return peak;
     }
+    [[nodiscard]] constexpr double max_peak_memory() const noexcept {
+        double peak = 0.0;
+        for (const rank_summary& r : ranks) peak = r.peak_memory > peak ? r.peak_memory : peak;
+        return peak;
+    }
 };
 
 namespace detail {
+
+/// True for a usable duration: finite and >= 0 (false for NaN, infinities, negatives).
+[[nodiscard]] constexpr bool usable_cost(double x) noexcept {
+    return x >= 0.0 && x <= 1.7976931348623157e308;
+}
+[[nodiscard]] constexpr bool finite_time(double x) noexcept {
+    return x >= -1.7976931348623157e308 && x <= 1.7976931348623157e308;
+}
 
 /// Makespan, per-rank idle time and bubble fraction from each rank's end and busy time; shared
 /// by the schedule replay and the iteration replay.
@@ -129,32 +165,127 @@ constexpr void summarise_ranks(Result& out, double Rank::*end, double Rank::*bus
         idle += r.idle;
     }
     const double slots = static_cast<double>(out.ranks.size()) * out.makespan;
-    out.bubble_fraction = slots > 0.0 ? idle / slots : 0.0;
+    if (finite_time(slots) && finite_time(idle)) {
+        out.bubble_fraction = slots > 0.0 ? idle / slots : 0.0;
+        return;
+    }
+    // Near the largest double, ranks x makespan overflows: the same fraction, summed per rank.
+    double fraction = 0.0;
+    for (const Rank& r : out.ranks) fraction += r.idle / out.makespan;
+    out.bubble_fraction = fraction / static_cast<double>(out.ranks.size());
 }
 
+/// End times of results that a consumer has not read yet, keyed by (stage, microbatch, kind):
+/// an open-addressing hash table whose size follows the number of entries, not the schedule.
+/// Each result has one consumer, which erases it, so the table holds only the tensors in
+/// flight between stages (plus, with fill_with_weight, the units whose I ran and W did not).
+class pending_times {
+public:
+    enum kind : std::uint64_t { forward_result = 0, backward_result = 1, input_gradient_done = 2 };
+
+    [[nodiscard]] static constexpr std::uint64_t key(std::uint32_t stage, std::uint32_t microbatch,
+                                                     kind k) noexcept {
+        return ((std::uint64_t{stage} << 24 | microbatch) << 2) | k;
+    }
+    constexpr void insert(std::uint64_t k, double t) {
+        if ((size_ + 1) * 2 > slots_.size()) grow();
+        std::size_t i = home(k);
+        while (slots_[i].key != empty && slots_[i].key != k) i = (i + 1) & mask_;
+        if (slots_[i].key == empty) ++size_;
+        slots_[i] = {k, t};
+        peak_ = size_ > peak_ ? size_ : peak_;
+    }
+    /// The time stored under k, or `missing`.
+    [[nodiscard]] constexpr double find(std::uint64_t k) const noexcept {
+        if (size_ == 0) return missing;
+        for (std::size_t i = home(k);; i = (i + 1) & mask_) {
+            if (slots_[i].key == k) return slots_[i].time;
+            if (slots_[i].key == empty) return missing;
+        }
+    }
+    constexpr void erase(std::uint64_t k) noexcept {
+        if (size_ == 0) return;
+        std::size_t i = home(k);
+        while (slots_[i].key != k) {
+            if (slots_[i].key == empty) return;
+            i = (i + 1) & mask_;
+        }
+        // Backward-shift deletion: no tombstones, so lookups stay short.
+        std::size_t hole = i;
+        for (std::size_t j = (i + 1) & mask_; slots_[j].key != empty; j = (j + 1) & mask_) {
+            const std::size_t h = home(slots_[j].key);
+            const bool movable = hole <= j ? (h <= hole || h > j) : (h <= hole && h > j);
+            if (movable) {
+                slots_[hole] = slots_[j];
+                hole = j;
+            }
+        }
+        slots_[hole] = {empty, 0.0};
+        --size_;
+    }
+    [[nodiscard]] constexpr std::size_t peak() const noexcept { return peak_; }
+
+    static constexpr double missing = -1.0; // every stored time is >= 0
+
+private:
+    static constexpr std::uint64_t empty = ~std::uint64_t{0};
+    struct slot {
+        std::uint64_t key = empty;
+        double time = 0.0;
+    };
+    [[nodiscard]] constexpr std::size_t home(std::uint64_t k) const noexcept {
+        return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
+    }
+    constexpr void grow() {
+        std::vector<slot> old = std::move(slots_);
+        const std::size_t capacity = old.empty() ? 64 : old.size() * 2;
+        slots_.assign(capacity, slot{});
+        mask_ = capacity - 1;
+        size_ = 0;
+        for (const slot& e : old) {
+            if (e.key != empty) insert(e.key, e.time);
+        }
+    }
+
+    std::vector<slot> slots_{};
+    std::size_t mask_ = 0;
+    std::size_t size_ = 0;
+    std::size_t peak_ = 0;
+};
+
+/// The cost-model replay. Memory: the structure check's table of one byte per (stage,
+/// microbatch), freed before the replay; then O(ranks) state plus the results in flight
+/// between stages (pending_times), which for the library's schedules is O(ranks x chunks).
+/// The ranks take turns of at most `turn` actions, round robin, so that no rank runs far
+/// ahead of its consumers and piles up results: the times do not depend on this order (each
+/// action starts at max(rank free, input ready)), only the memory does.
 template <class Source, class Sink>
 class simulator {
 public:
     constexpr simulator(const Source& s, const cost_model& costs, Sink& sink)
-        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()}, microbatches_{s.microbatches()},
-          forward_end_(std::size_t{s.stages()} * s.microbatches(), unset),
-          backward_end_(std::size_t{s.stages()} * s.microbatches(), unset),
-          weight_done_(std::size_t{s.stages()} * s.microbatches(), 0) {}
+        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()} {}
 
     constexpr simulation run() {
         simulation out{};
-        // The structural checks come from validate(); the deadlock check is this replay itself
-        // (the same work list), so a valid schedule is replayed once, not twice.
-        validator<Source> structure{src_};
-        if (!structure.structure_ok()) {
-            out.check = structure.result();
+        // The structural checks come from validate(); the deadlock check is this replay itself,
+        // so a valid schedule is replayed once, not twice.
+        {
+            validator<Source> structure{src_};
+            if (!structure.structure_ok()) {
+                out.check = structure.result();
+                return out;
+            }
+            owner_ = structure.take_owners();
+        }
+        if (!usable_cost(costs_.p2p_latency)) {
+            out.check = cost_error(verdict_code::invalid_cost, 0, no_index,
+                                   action{0, op::send_activation, 0}, costs_.p2p_latency);
             return out;
         }
-        owner_ = structure.take_owners();
         const std::uint32_t p = src_.ranks();
         out.ranks.assign(p, rank_summary{});
         if (!replay(out)) {
-            out.check = validate_actions(src_); // names the cycle
+            out.check = failure_.code != verdict_code::valid ? failure_ : validate_actions(src_);
             out.ranks.clear();
             return out;
         }
@@ -162,46 +293,81 @@ public:
         return out;
     }
 
+    /// Most results held at once by the replay (for the memory tests and benchmarks).
+    [[nodiscard]] constexpr std::size_t peak_pending() const noexcept { return pending_.peak(); }
+
+    static constexpr std::uint32_t no_index = 0xFFFFFFFFu;
+
 private:
-    static constexpr double unset = -1.0;
     using cursor_t = decltype(std::declval<const Source&>().cursor(0u));
 
     struct rank_state {
         cursor_t next{};          ///< the next action in order
         cursor_t weights{};       ///< scans ahead for the next W (fill_with_weight only)
         std::uint32_t position = 0;
-        std::uint32_t weight_position = 0;
+        std::uint32_t weight_position = 0; ///< W's in [position, weight_position) ran early
         double free_at = 0.0;
         std::int64_t alive = 0;
-        bool blocked = false;
+        double memory = 0.0;
+        bool queued = false;
         bool started = false;
     };
 
-    [[nodiscard]] constexpr std::size_t unit(const action& a) const noexcept {
-        return std::size_t{a.stage} * microbatches_ + a.microbatch;
+    static constexpr verdict cost_error(verdict_code code, std::uint32_t r, std::uint32_t index,
+                                        const action& a, double value) noexcept {
+        verdict v{};
+        v.code = code;
+        v.rank = r;
+        v.index = index;
+        v.subject = a;
+        v.cost = value;
+        return v;
+    }
+    constexpr bool fail(verdict_code code, std::uint32_t r, std::uint32_t index, const action& a,
+                        double value) noexcept {
+        if (failure_.code == verdict_code::valid) failure_ = cost_error(code, r, index, a, value);
+        return false;
     }
 
-    /// When the input of `a` is available on rank r; unset if not produced yet.
-    [[nodiscard]] constexpr double input_ready(const action& a, std::uint32_t r) const noexcept {
+    /// The result `a` needs from another stage, as a pending_times key; false if none. B or I
+    /// of the last stage needs only its own F, which ran earlier on the same rank (validated).
+    [[nodiscard]] constexpr bool dependency(const action& a, std::uint64_t& k,
+                                            std::uint32_t& producer_stage) const noexcept {
         if (a.kind == op::forward) {
-            if (a.stage == 0) return 0.0;
-            const action dep{a.stage - 1, op::forward, a.microbatch};
-            const double t = forward_end_[unit(dep)];
-            if (t == unset) return unset;
-            return owner_[dep.stage] == r ? t : t + costs_.p2p_latency;
+            if (a.stage == 0) return false;
+            producer_stage = a.stage - 1;
+            k = pending_times::key(producer_stage, a.microbatch, pending_times::forward_result);
+            return true;
         }
-        if (a.kind == op::backward_weight) return 0.0;
-        // B or I: needs its own F (local, always earlier) and the gradient from stage s+1.
-        if (a.stage + 1 == stages_) return forward_end_[unit(a)];
-        const action dep{a.stage + 1, op::backward, a.microbatch};
-        const double t = backward_end_[unit(dep)];
-        if (t == unset) return unset;
-        return owner_[dep.stage] == r ? t : t + costs_.p2p_latency;
+        if (a.kind == op::backward_weight || a.stage + 1 == stages_) return false;
+        producer_stage = a.stage + 1;
+        k = pending_times::key(producer_stage, a.microbatch, pending_times::backward_result);
+        return true;
     }
 
-    /// Runs `a` from start to end; `adds_busy` is false for the second action of a pair.
-    constexpr void execute(simulation& out, std::uint32_t r, rank_state& st, std::uint32_t index,
-                           const action& a, double start, double end, bool adds_busy = true) {
+    /// When the input of `a` is available on rank r; pending_times::missing if not produced yet.
+    [[nodiscard]] constexpr double input_ready(const action& a, std::uint32_t r) const noexcept {
+        std::uint64_t k = 0;
+        std::uint32_t producer = 0;
+        if (!dependency(a, k, producer)) return 0.0;
+        const double t = pending_.find(k);
+        if (t == pending_times::missing) return t;
+        return owner_[producer] == r ? t : t + costs_.p2p_latency;
+    }
+    /// The input of `a` has been used: nobody else reads it.
+    constexpr void consume_input(const action& a) noexcept {
+        std::uint64_t k = 0;
+        std::uint32_t producer = 0;
+        if (dependency(a, k, producer)) pending_.erase(k);
+    }
+
+    /// Runs `a` from `start` for `duration`; `adds_busy` is false for the second action of a
+    /// pair. False (with failure_ set) for an unusable duration or a time beyond a double.
+    constexpr bool execute(simulation& out, std::uint32_t r, rank_state& st, std::uint32_t index,
+                           const action& a, double start, double duration, bool adds_busy = true) {
+        if (!usable_cost(duration)) return fail(verdict_code::invalid_cost, r, index, a, duration);
+        const double end = start + duration;
+        if (!finite_time(end)) return fail(verdict_code::time_overflow, r, index, a, start);
         st.free_at = end;
         rank_summary& sum = out.ranks[r];
         if (adds_busy) sum.busy += end - start;
@@ -210,80 +376,138 @@ private:
             st.started = true;
         }
         sum.last_end = end;
+        st.memory += costs_.memory_change(a);
+        if (st.memory > sum.peak_memory) sum.peak_memory = st.memory;
         if (a.kind == op::forward) {
-            forward_end_[unit(a)] = end;
+            if (a.stage + 1 < stages_) {
+                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::forward_result), end);
+            }
             ++st.alive;
             if (st.alive > sum.peak_activations) sum.peak_activations = static_cast<std::uint32_t>(st.alive);
         } else if (a.kind == op::backward || a.kind == op::backward_input) {
-            backward_end_[unit(a)] = end;
+            if (a.stage > 0) {
+                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::backward_result), end);
+            }
             if (a.kind == op::backward) --st.alive;
+            if (a.kind == op::backward_input && costs_.fill_with_weight) {
+                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done), end);
+            }
         } else {
-            weight_done_[unit(a)] = 1;
+            if (costs_.fill_with_weight) {
+                pending_.erase(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done));
+            }
             --st.alive;
         }
         sink_.push(timed_action{r, index, a, start, end});
+        return true;
     }
 
-    /// With fill_with_weight: run ready W's of this rank while it would otherwise idle until `ready`.
-    constexpr void fill_idle(simulation& out, std::uint32_t r, rank_state& st, double ready) {
+    /// With fill_with_weight: run ready W's of this rank while it would otherwise idle until
+    /// `ready`. The W's run in the rank's order; the first whose I has not run stops the fill.
+    constexpr bool fill_idle(simulation& out, std::uint32_t r, rank_state& st, double ready) {
+        while (st.weight_position < st.position && !st.weights.done()) { // catch up with the rank
+            st.weights.advance();
+            ++st.weight_position;
+        }
         while (st.free_at < ready) {
-            while (!st.weights.done() && (st.weights.current().kind != op::backward_weight ||
-                                          weight_done_[unit(st.weights.current())] != 0)) {
+            while (!st.weights.done() && st.weights.current().kind != op::backward_weight) {
                 st.weights.advance();
                 ++st.weight_position;
             }
-            if (st.weights.done()) return;
+            if (st.weights.done()) return true;
             const action w = st.weights.current();
-            if (backward_end_[unit(w)] == unset) return; // its I has not run yet
-            execute(out, r, st, st.weight_position, w, st.free_at, st.free_at + costs_.duration(w));
+            if (pending_.find(pending_times::key(w.stage, w.microbatch, pending_times::input_gradient_done)) ==
+                pending_times::missing) {
+                return true; // its I has not run yet
+            }
+            if (!execute(out, r, st, st.weight_position, w, st.free_at, costs_.duration(w))) return false;
+            st.weights.advance();
+            ++st.weight_position;
+        }
+        return true;
+    }
+
+    /// Summaries (no timeline) take turns round robin, which bounds what is in flight; with a
+    /// timeline sink a rank runs until it blocks and the last woken runs next, which keeps the
+    /// order in which the sink receives actions as it has always been.
+    static constexpr bool summary_only = std::is_same_v<Sink, discard_timeline>;
+    static constexpr std::uint32_t turn = summary_only ? 64 : 0xFFFFFFFFu;
+
+    constexpr void enqueue(std::uint32_t r) {
+        rank_state& st = state_[r];
+        if (st.queued || st.next.done()) return;
+        st.queued = true;
+        if constexpr (summary_only) {
+            queue_[(queue_head_ + queue_size_) % queue_.size()] = r;
+        } else {
+            queue_[queue_size_] = r;
+        }
+        ++queue_size_;
+    }
+    [[nodiscard]] constexpr std::uint32_t dequeue() noexcept {
+        --queue_size_;
+        if constexpr (summary_only) {
+            const std::uint32_t r = queue_[queue_head_];
+            queue_head_ = (queue_head_ + 1) % static_cast<std::uint32_t>(queue_.size());
+            return r;
+        } else {
+            return queue_[queue_size_];
         }
     }
 
-    /// False if some rank never finishes (a deadlock).
+    /// False if some rank never finishes (a deadlock) or a cost is unusable (failure_).
     constexpr bool replay(simulation& out) {
         const std::uint32_t p = src_.ranks();
-        std::vector<rank_state> state(p);
-        std::vector<std::uint32_t> work;
-        work.reserve(p);
+        state_.assign(p, rank_state{});
+        queue_.assign(p, 0);
         for (std::uint32_t r = 0; r < p; ++r) {
-            state[r].next = src_.cursor(r);
-            state[r].weights = src_.cursor(r);
-            work.push_back(p - 1 - r);
+            state_[r].next = src_.cursor(r);
+            if (costs_.fill_with_weight) state_[r].weights = src_.cursor(r);
         }
-        while (!work.empty()) {
-            const std::uint32_t r = work.back();
-            work.pop_back();
-            rank_state& st = state[r];
-            st.blocked = false;
+        for (std::uint32_t r = 0; r < p; ++r) enqueue(summary_only ? r : p - 1 - r); // rank 0 first
+        while (queue_size_ > 0) {
+            const std::uint32_t r = dequeue();
+            rank_state& st = state_[r];
+            st.queued = false;
+            std::uint32_t budget = turn;
+            bool blocked = false;
             for (; !st.next.done(); st.next.advance(), ++st.position) {
+                if (budget-- == 0) break;
                 const action a = st.next.current();
                 if (a.kind == op::overlap_f_b || a.overlapped_with_next) {
-                    if (!run_pair(out, state, work, r)) break;
+                    const int ran = run_pair(out, r);
+                    if (ran < 0) return false;
+                    if (ran == 0) {
+                        blocked = true;
+                        break;
+                    }
                     continue;
                 }
-                if (a.kind == op::backward_weight && weight_done_[unit(a)] != 0) continue; // ran early
+                if (a.kind == op::backward_weight && st.position < st.weight_position) continue; // ran early
                 const double ready = input_ready(a, r);
-                if (ready == unset) {
-                    st.blocked = true;
+                if (ready == pending_times::missing) {
+                    blocked = true;
                     break;
                 }
-                if (costs_.fill_with_weight) fill_idle(out, r, st, ready);
+                if (costs_.fill_with_weight && !fill_idle(out, r, st, ready)) return false;
                 const double start = ready > st.free_at ? ready : st.free_at;
-                execute(out, r, st, st.position, a, start, start + costs_.duration(a));
-                wake_consumer(state, work, a, r);
+                if (!execute(out, r, st, st.position, a, start, costs_.duration(a))) return false;
+                consume_input(a);
+                wake_consumer(a, r);
             }
+            if (!blocked && !st.next.done()) enqueue(r); // its turn is over
         }
-        for (const rank_state& st : state) {
+        for (const rank_state& st : state_) {
             if (!st.next.done()) return false;
         }
         return true;
     }
 
     /// Runs the overlapped pair at the rank's cursor (a marker or a flagged F) and leaves the
-    /// cursor on its second action; false, with the rank blocked, if an input is missing.
-    constexpr bool run_pair(simulation& out, std::vector<rank_state>& state,
-                            std::vector<std::uint32_t>& work, std::uint32_t r) {
-        rank_state& st = state[r];
+    /// cursor on its second action: 1 if it ran, 0 if an input is missing (the rank blocks),
+    /// -1 on an unusable cost.
+    constexpr int run_pair(simulation& out, std::uint32_t r) {
+        rank_state& st = state_[r];
         auto second = st.next;
         std::uint32_t index = st.position;
         if (second.current().kind == op::overlap_f_b) {
@@ -295,48 +519,45 @@ private:
         const action b = second.current();
         const double ready_f = input_ready(f, r);
         const double ready_b = input_ready(b, r);
-        if (ready_f == unset || ready_b == unset) {
-            st.blocked = true;
-            return false;
-        }
+        if (ready_f == pending_times::missing || ready_b == pending_times::missing) return 0;
         const double ready = ready_f > ready_b ? ready_f : ready_b;
-        if (costs_.fill_with_weight) fill_idle(out, r, st, ready);
+        if (costs_.fill_with_weight && !fill_idle(out, r, st, ready)) return -1;
         const double start = ready > st.free_at ? ready : st.free_at;
-        const double end = start + costs_.overlapped(f, b);
+        const double duration = costs_.overlapped(f, b);
         f.overlapped_with_next = true;
-        execute(out, r, st, index, f, start, end);
-        execute(out, r, st, index + 1, b, start, end, false); // the same computation
-        wake_consumer(state, work, f, r);
-        wake_consumer(state, work, b, r);
+        if (!execute(out, r, st, index, f, start, duration)) return -1;
+        if (!execute(out, r, st, index + 1, b, start, duration, false)) return -1; // the same computation
+        consume_input(f);
+        consume_input(b);
+        wake_consumer(f, r);
+        wake_consumer(b, r);
         st.next = second;
         st.position = index + 1;
-        return true;
+        return 1;
     }
 
     /// The one rank that can be blocked on the result of `a` is the owner of the next stage
     /// (for F) or the previous stage (for B/I).
-    constexpr void wake_consumer(std::vector<rank_state>& state, std::vector<std::uint32_t>& work,
-                                 const action& a, std::uint32_t r) const {
+    constexpr void wake_consumer(const action& a, std::uint32_t r) {
         std::uint32_t consumer_stage = 0;
         if (a.kind == op::forward && a.stage + 1 < stages_) consumer_stage = a.stage + 1;
         else if ((a.kind == op::backward || a.kind == op::backward_input) && a.stage > 0) consumer_stage = a.stage - 1;
         else return;
         const std::uint32_t w = owner_[consumer_stage];
-        if (w != r && state[w].blocked) {
-            state[w].blocked = false;
-            work.push_back(w);
-        }
+        if (w != r) enqueue(w);
     }
 
     const Source& src_;
     const cost_model& costs_;
     Sink& sink_;
     std::uint32_t stages_;
-    std::uint32_t microbatches_;
-    std::vector<double> forward_end_;
-    std::vector<double> backward_end_;
-    std::vector<std::uint8_t> weight_done_;
     std::vector<std::uint32_t> owner_;
+    std::vector<rank_state> state_;
+    std::vector<std::uint32_t> queue_; ///< ring of ranks to run, each at most once
+    std::uint32_t queue_head_ = 0;
+    std::uint32_t queue_size_ = 0;
+    pending_times pending_;
+    verdict failure_{};
 };
 
 } // namespace detail
@@ -347,7 +568,9 @@ template <action_source Source, timeline_sink Sink>
     return detail::simulator<Source, Sink>{src, costs, sink}.run();
 }
 
-template <schedule_policy P, timeline_sink Sink>
+/// Replays a policy; an iteration<P> has its own overload in simulate_iteration.hpp (with
+/// communication); without that header it does not compile.
+template <schedule_only_policy P, timeline_sink Sink>
 [[nodiscard]] constexpr simulation simulate(const P& pol, const cost_model& costs, Sink& sink) {
     if (const shape_check c = pol.check(); !c) {
         simulation out{};
@@ -358,7 +581,7 @@ template <schedule_policy P, timeline_sink Sink>
     return simulate_actions(detail::policy_actions<P>{pol}, costs, sink);
 }
 
-template <schedule_policy P>
+template <schedule_only_policy P>
 [[nodiscard]] constexpr simulation simulate(const P& pol, const cost_model& costs = {}) {
     discard_timeline none{};
     return simulate(pol, costs, none);

@@ -28,6 +28,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -44,8 +45,10 @@ namespace pipesched {
 struct link_costs {
     double latency = 0.0;
     double bandwidth = 0.0;
+    /// A negative or NaN bandwidth gives NaN, which the replay refuses (invalid_cost).
     [[nodiscard]] constexpr double time(double bytes) const noexcept {
-        return latency + (bandwidth > 0.0 ? bytes / bandwidth : 0.0);
+        if (bandwidth > 0.0) return latency + bytes / bandwidth;
+        return bandwidth == 0.0 ? latency : std::numeric_limits<double>::quiet_NaN();
     }
 };
 
@@ -71,7 +74,9 @@ struct iteration_cost_model {
         case op::backward:
         case op::backward_input:
         case op::backward_weight: return compute.duration(a);
-        case op::recompute: return recompute >= 0.0 ? recompute : compute.duration({stage, op::forward, 0});
+        case op::recompute: // < 0: the forward's time; a NaN is passed on for the replay to refuse
+            return recompute >= 0.0 || recompute != recompute ? recompute
+                                                               : compute.duration({stage, op::forward, 0});
         case op::loss: return loss;
         case op::optimizer_step: return optimizer;
         default: return 0.0;
@@ -186,10 +191,15 @@ public:
                 }
             }
         }
-        while (!work.empty()) {
+        while (!work.empty() && failure_.code == verdict_code::valid) {
             const std::uint32_t r = work.back();
             work.pop_back();
             run_rank(out, r, work);
+        }
+        if (failure_.code != verdict_code::valid) { // an unusable cost, or times beyond a double
+            out.check = failure_;
+            out.ranks.clear();
+            return out;
         }
         for (std::uint32_t r = 0; r < p; ++r) {
             if (!state_[r].cursor.done()) return out; // cannot happen after validation
@@ -244,6 +254,20 @@ private:
         if (to > from) out.ranks[r].exposed[static_cast<std::size_t>(k)] += to - from;
     }
 
+    /// False, with failure_ set, unless `d` is finite and >= 0 and `start + d` is finite.
+    constexpr bool usable(double start, double d, std::uint32_t r, const event& e) {
+        verdict_code code = verdict_code::valid;
+        if (!usable_cost(d)) code = verdict_code::invalid_cost;
+        else if (!finite_time(start + d)) code = verdict_code::time_overflow;
+        else return true;
+        failure_.code = code;
+        failure_.rank = r;
+        failure_.index = state_[r].index;
+        failure_.subject = action{stage(e), e.kind, e.microbatch};
+        failure_.cost = code == verdict_code::invalid_cost ? d : start;
+        return false;
+    }
+
     constexpr void run_rank(iteration_simulation& out, std::uint32_t r, std::vector<std::uint32_t>& work) {
         rank_state& st = state_[r];
         st.blocked = false;
@@ -268,8 +292,10 @@ private:
             case op::send_gradient: {
                 const bool grad = e.kind == op::send_gradient;
                 const std::size_t k = slot(s, e.microbatch, grad);
+                const double d = costs_.transfer(e, s);
+                if (!usable(st.free_at, d, r, e)) return;
                 posted_[k] = st.free_at;
-                arrival_[k] = st.free_at + costs_.transfer(e, s);
+                arrival_[k] = st.free_at + d;
                 sink_.push(timed_event{e, st.index, st.free_at, arrival_[k], true});
                 if (state_[e.peer].blocked) {
                     state_[e.peer].blocked = false;
@@ -279,13 +305,17 @@ private:
             }
             case op::grad_sync: {
                 const double start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
-                st.comm_free = start + costs_.transfer(e, s);
+                const double d = costs_.transfer(e, s);
+                if (!usable(start, d, r, e)) return;
+                st.comm_free = start + d;
                 record(out, r, e, start, st.comm_free, true);
                 break;
             }
             case op::param_gather: {
                 const double start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
-                st.comm_free = start + costs_.transfer(e, s);
+                const double d = costs_.transfer(e, s);
+                if (!usable(start, d, r, e)) return;
+                st.comm_free = start + d;
                 expose(out, r, comm_kind::param_gather, st.free_at, st.comm_free);
                 record(out, r, e, start, st.comm_free, true);
                 st.free_at = st.comm_free;
@@ -306,7 +336,9 @@ private:
                         return;
                     }
                 }
-                const double end = norm_start_ + costs_.transfer(e, s);
+                const double d = costs_.transfer(e, s);
+                if (!usable(norm_start_, d, r, e)) return;
+                const double end = norm_start_ + d;
                 expose(out, r, comm_kind::grad_norm, norm_start_, end);
                 wait_until(out, r, e, end);
                 break;
@@ -325,7 +357,9 @@ private:
                 }
                 const event b = look.current();
                 const double start = st.free_at;
-                const double end = start + pair_duration(f, b);
+                const double d = pair_duration(f, b);
+                if (!usable(start, d, r, f)) return;
+                const double end = start + d;
                 st.cursor.advance();
                 ++st.index;
                 record(out, r, f, start, end, false);
@@ -342,7 +376,9 @@ private:
                     expose(out, r, comm_kind::grad_sync, st.free_at, st.comm_free);
                     start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
                 }
-                record(out, r, e, start, start + costs_.duration(e, s), false);
+                const double d = costs_.duration(e, s);
+                if (!usable(start, d, r, e)) return;
+                record(out, r, e, start, start + d, false);
                 count_memory(out, r, e);
                 break;
             }
@@ -394,6 +430,7 @@ private:
     std::uint32_t norm_arrived_ = 0;
     double norm_start_ = 0.0;
     bool norm_released_ = false;
+    verdict failure_{};
 };
 
 } // namespace detail

@@ -25,15 +25,17 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "../event.hpp"
-#include "../io/action_text.hpp"
+#include "../action.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 #include "../sink.hpp"
@@ -64,6 +66,9 @@ enum class verdict_code : std::uint8_t {
     stale_update,              ///< grad_norm/optimizer_step before every grad_sync of the rank
     // Overlapped pairs (DualPipeV):
     malformed_overlap, ///< an overlap marker or flag not followed by F, then B or I of another unit
+    // Cost-model replays (simulate):
+    invalid_cost,  ///< a duration or latency is negative, NaN or infinite (verdict::cost)
+    time_overflow, ///< finite costs add up beyond the largest double: the action that overflowed
     // Added after the others so that existing codes keep their values:
     mixed_backward, ///< one unit's backward run both as B and as I/W (B then I or W, I then B)
 };
@@ -91,6 +96,8 @@ enum class verdict_code : std::uint8_t {
     case verdict_code::grad_sync_before_backward: return "grad_sync_before_backward";
     case verdict_code::stale_update: return "stale_update";
     case verdict_code::malformed_overlap: return "malformed_overlap";
+    case verdict_code::invalid_cost: return "invalid_cost";
+    case verdict_code::time_overflow: return "time_overflow";
     case verdict_code::mixed_backward: return "mixed_backward";
     }
     return "?";
@@ -116,6 +123,7 @@ struct verdict {
     std::uint32_t cycle_length = 0; ///< deadlock: ranks in the waiting cycle
     std::array<blocked_rank, max_cycle_report> cycle{}; ///< deadlock: the first of them
     std::string_view shape_message{}; ///< invalid_shape: the violated constraint
+    double cost = 0.0; ///< invalid_cost: the offending value; time_overflow: the action's start
 
     constexpr explicit operator bool() const noexcept { return code == verdict_code::valid; }
     friend constexpr bool operator==(const verdict&, const verdict&) = default;
@@ -515,8 +523,9 @@ template <action_source Source>
     return detail::validator<Source>{src}.run();
 }
 
-/// Validates a policy: its shape first, then every rank's events.
-template <schedule_policy P>
+/// Validates a policy: its shape first, then every rank's events. An iteration<P> has its own
+/// overload in validate_iteration.hpp (iteration rules); without that header it does not compile.
+template <schedule_only_policy P>
 [[nodiscard]] constexpr verdict validate(const P& pol) {
     if (const shape_check c = pol.check(); !c) {
         verdict v{};
@@ -631,6 +640,18 @@ consteval bool require_valid() {
                                                     v.cycle_length, v.cycle[0], v.cycle[1]}>();
 }
 
+namespace detail {
+/// A double for a message: shortest round-trip form, "nan", "inf", "-inf".
+[[nodiscard]] inline std::string cost_text(double x) {
+    if (x != x) return "nan";
+    if (x > 1.7976931348623157e308) return "inf";
+    if (x < -1.7976931348623157e308) return "-inf";
+    std::array<char, 32> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), x);
+    return r.ec == std::errc{} ? std::string(buf.data(), r.ptr) : std::string{"?"};
+}
+} // namespace detail
+
 /// Human-readable description of a verdict, for diagnostics and the command line.
 [[nodiscard]] inline std::string describe(const verdict& v) {
     // Compute actions in PyTorch's form (0F1); iteration ops by name, stage and microbatch.
@@ -665,6 +686,19 @@ consteval bool require_valid() {
         return out + ": an overlapped pair must be an F and then a B or I of another unit; rank " +
                std::to_string(v.rank) + " index " + std::to_string(v.index) + " is " +
                text(v.subject);
+    case verdict_code::invalid_cost:
+        if (v.index == 0xFFFFFFFFu) { // not an action's cost: the cost model's p2p latency
+            return out + ": the p2p latency is " + detail::cost_text(v.cost) +
+                   "; costs and latencies must be finite and >= 0";
+        }
+        return out + ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
+               std::to_string(v.index) + " costs " + detail::cost_text(v.cost) +
+               "; costs and latencies must be finite and >= 0";
+    case verdict_code::time_overflow:
+        return out + ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
+               std::to_string(v.index) + " starts at " + detail::cost_text(v.cost) +
+               " and would end beyond the largest finite time (1.8e308): the " +
+               std::string{to_string(v.subject.kind)} + " costs add up to more than a double holds";
     case verdict_code::deadlock: {
         out += ": ranks wait on each other forever:";
         for (std::uint32_t k = 0; k < v.cycle_length && k < max_cycle_report; ++k) {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "../event.hpp"
-#include "../io/action_text.hpp"
+#include "../action.hpp"
 #include "../iteration.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
@@ -131,6 +131,11 @@ public:
         : src_{src}, dims_{src.dims()}, layout_{src.layout()}, stages_{src.dims().stages()},
           units_(std::size_t{src.dims().stages()} * src.dims().microbatches) {}
 
+    /// The first error; an order with a fatal error (anything but the rule violations the
+    /// iteration replay can still time: stale_update, grad_sync_before_backward, loss_misplaced,
+    /// recompute_misplaced) reports that one, so that a verdict those four codes can be
+    /// replayed safely: every event of every rank has been checked (ranges, peers, matching
+    /// sends and receives, no deadlock), not only those up to the first rule violation.
     constexpr verdict run() {
         result_ = validate_actions(compute_projection<Source>{src_});
         if (!result_) return result_;
@@ -143,7 +148,8 @@ public:
         }
         if (match_sends_and_receives()) return result_;
         replay();
-        return result_;
+        if (!result_) return result_;
+        return first_rule_violation_;
     }
 
 private:
@@ -198,6 +204,15 @@ private:
         result_.other_rank = e.peer;
         return true;
     }
+    /// A rule violation that does not stop the checks (see run()); the first one is kept.
+    constexpr void soft_fail(verdict_code code, std::uint32_t rank, std::uint32_t index, const event& e) {
+        if (first_rule_violation_.code != verdict_code::valid) return;
+        first_rule_violation_.code = code;
+        first_rule_violation_.rank = rank;
+        first_rule_violation_.index = index;
+        first_rule_violation_.subject = action{stage(e), e.kind, e.microbatch};
+        first_rule_violation_.other_rank = e.peer;
+    }
     /// Next sequence number on the channel (rank -> peer for sends, peer -> rank for receives).
     static constexpr std::uint32_t next_seq(std::vector<channel>& table, std::uint32_t peer, op kind) {
         for (channel& c : table) {
@@ -242,7 +257,7 @@ private:
                     return fail(verdict_code::input_not_received, r, i, e);
                 }
                 if (s + 1 == stages_ && has_losses() && !(u.flags & seen_loss)) {
-                    return fail(verdict_code::loss_misplaced, r, i, e);
+                    soft_fail(verdict_code::loss_misplaced, r, i, e);
                 }
                 u.flags |= seen_backward;
                 if (e.kind == op::backward) --backward_left[e.chunk], --backward_total_left;
@@ -253,13 +268,15 @@ private:
                 break;
             case op::loss:
                 if (s + 1 != stages_ || !(u.flags & seen_forward) || (u.flags & (seen_backward | seen_loss))) {
-                    return fail(verdict_code::loss_misplaced, r, i, e);
+                    soft_fail(verdict_code::loss_misplaced, r, i, e);
+                    break;
                 }
                 u.flags |= seen_loss;
                 break;
             case op::recompute:
                 if (!(u.flags & seen_forward) || (u.flags & (seen_backward | seen_recompute))) {
-                    return fail(verdict_code::recompute_misplaced, r, i, e);
+                    soft_fail(verdict_code::recompute_misplaced, r, i, e);
+                    break;
                 }
                 u.flags |= seen_recompute;
                 break;
@@ -302,7 +319,8 @@ private:
             case op::grad_sync:
                 if (synced[e.chunk]) return fail(verdict_code::duplicate, r, i, e);
                 if (backward_left[e.chunk] != 0) {
-                    return fail(verdict_code::grad_sync_before_backward, r, i, e);
+                    soft_fail(verdict_code::grad_sync_before_backward, r, i, e);
+                    break;
                 }
                 synced[e.chunk] = 1;
                 ++syncs;
@@ -310,7 +328,7 @@ private:
             case op::grad_norm:
             case op::optimizer_step:
                 if (syncs != v || backward_total_left != 0) {
-                    return fail(verdict_code::stale_update, r, i, e);
+                    soft_fail(verdict_code::stale_update, r, i, e);
                 }
                 break;
             default: break; // param_gather, reshard, overlap_f_b: no rule of their own here
@@ -506,6 +524,7 @@ private:
     std::uint32_t stages_;
     std::vector<unit_state> units_;
     verdict result_{};
+    verdict first_rule_violation_{};
     bool losses_known_ = false;
     bool any_loss_ = false;
     bool passed_barrier_ = false;

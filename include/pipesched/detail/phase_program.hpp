@@ -95,12 +95,15 @@ class program_schedule {
 public:
     static constexpr op backward_op = op::backward_input;
 
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
+        require_usable(self(), rank);
         return self().program(rank).size();
     }
 
     /// Closed form: the i-th event of `rank` (precondition: i < size(rank)).
-    [[nodiscard]] constexpr event at(std::uint32_t rank, std::size_t i) const noexcept {
+    [[nodiscard]] constexpr event at(std::uint32_t rank, std::size_t i) const {
+        require_usable(self(), rank);
+        require_index(self(), rank, i);
         const phase_program prog = self().program(rank);
         std::array<std::size_t, 3> before{}; // F, I, W in earlier phases
         for (std::size_t k = 0; k < prog.phase_count(); ++k) {
@@ -130,6 +133,7 @@ public:
     /// letters fixed at compile time for the patterns the zero-bubble policies use.
     template <class F>
     constexpr void generate(std::uint32_t rank, F& f) const {
+        require_usable(self(), rank);
         const phase_program prog = self().program(rank);
         walkers w{self().forward_walker(), self().backward_walker(), self().backward_walker()};
         for (std::size_t k = 0; k < prog.phase_count(); ++k) {
@@ -204,7 +208,8 @@ public:
         bool done_ = false;
     };
 
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        require_usable(self(), rank);
         return cursor_type{self(), rank};
     }
 

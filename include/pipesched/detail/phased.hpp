@@ -55,12 +55,15 @@ public:
     static constexpr op backward_op =
         Backward == backward_kind::split ? op::backward_input : op::backward;
 
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t /*rank*/) const noexcept {
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
+        require_usable(self(), rank);
         return std::size_t{self().units()} * (1 + events_per_backward);
     }
 
     /// Closed form: the i-th event of `rank`, without generating the ones before it.
-    [[nodiscard]] constexpr event at(std::uint32_t rank, std::size_t i) const noexcept {
+    [[nodiscard]] constexpr event at(std::uint32_t rank, std::size_t i) const {
+        require_usable(self(), rank);
+        require_index(self(), rank, i);
         const std::size_t warm = self().warmup(rank);
         const std::size_t steady = std::size_t{self().units()} - warm;
         constexpr std::size_t block = 1 + events_per_backward;
@@ -79,6 +82,7 @@ public:
     /// Calls f(event) for every event of the rank; one tight loop per phase.
     template <class F>
     constexpr void generate(std::uint32_t rank, F& f) const {
+        require_usable(self(), rank);
         const std::uint32_t warm = self().warmup(rank);
         const std::uint32_t steady = self().units() - warm;
         auto fw = self().forward_walker();
@@ -152,7 +156,8 @@ public:
         bool done_ = false;
     };
 
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        require_usable(self(), rank);
         return cursor_type{self(), rank};
     }
 

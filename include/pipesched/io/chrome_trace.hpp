@@ -23,11 +23,11 @@
 //     consumer's start), because a point exactly on a slice boundary is ambiguous when the
 //     next slice starts at the same instant; Perfetto draws the arrow from the producer's end to
 //     the consumer's start either way.
-// Stage owners and chunks are read off the records (see detail/timeline_layout.hpp).
+// Stage owners and chunks are read off the records (see io/detail/timeline_layout.hpp).
 //
 // Output is deterministic: metadata, then complete events track by track in time order, then
 // flows in the order of their consumers. Numbers and strings are written by io/json.hpp: the
-// shortest decimal text that reads back to the same double (a non-finite time as 0), strings
+// shortest decimal text that reads back to the same double (a non-finite time as null), strings
 // JSON-escaped; the process name is copied as bytes, so it must be UTF-8.
 #pragma once
 
@@ -47,9 +47,9 @@
 #include <vector>
 
 #include "../analysis/simulate.hpp"
-#include "../detail/timeline_layout.hpp"
+#include "detail/timeline_layout.hpp"
 #include "../event.hpp"
-#include "action_text.hpp"
+#include "../action.hpp"
 #include "json.hpp"
 
 namespace pipesched {

@@ -2,7 +2,7 @@
 // and reads it with `_load_csv`.
 //
 // One line per rank, one cell per time slot, in execution order. A cell is empty (an idle
-// slot), one action (`0F1`, `2SEND_B3`, `3UNSHARD`; see action_text.hpp) or an overlapped pair
+// slot), one action (`0F1`, `2SEND_B3`, `3UNSHARD`; see ../action.hpp) or an overlapped pair
 // `(0F7;7B3)OVERLAP_F_B`. read_csv accepts LF and CRLF line ends, a missing final line end,
 // trailing empty cells and trailing blank lines. Spaces around a cell are ignored (PyTorch
 // strips them too); everything else that is not part of an action is an error reported with
@@ -25,7 +25,7 @@
 #include "../policy.hpp"
 #include "../shape.hpp"
 #include "../sink.hpp"
-#include "action_text.hpp"
+#include "../action.hpp"
 
 namespace pipesched {
 

@@ -7,8 +7,8 @@
 //   s += ",\"name\":";
 //   pipesched::json::append_string(s, "1F1B"); // "1F1B"
 //
-// JSON has no infinity or NaN. append_number writes 0 for them; callers that can produce them
-// (sums of huge costs) must refuse such results before printing, as the tool does.
+// JSON has no infinity or NaN. append_number writes null for them, never a number they are not;
+// the replays report overflow as an error instead, so a correct caller never prints one.
 #pragma once
 
 #include <array>
@@ -56,16 +56,16 @@ inline void append_number(std::string& out, std::uint64_t n) {
     out.append(buf.data(), r.ptr);
 }
 
-/// Shortest round-trip text in fixed notation; 0 for infinity and NaN (see above).
+/// Shortest round-trip text in fixed notation; null for infinity and NaN (see above).
 inline void append_number(std::string& out, double x) {
     if (!std::isfinite(x)) {
-        out += '0';
+        out += "null";
         return;
     }
     std::array<char, 400> buf{}; // enough for any double in fixed notation
     const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), x, std::chars_format::fixed);
     if (r.ec != std::errc{}) {
-        out += '0';
+        out += "null";
         return;
     }
     out.append(buf.data(), r.ptr);

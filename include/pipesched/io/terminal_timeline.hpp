@@ -20,7 +20,7 @@
 // letters (`f0`, `b0`: chunk 1 of a two-chunk schedule); with chunk_marking::suffix every label
 // ends in `c<chunk>` (`F0c2`; give it 5 or more columns per unit). automatic picks none for one
 // chunk, letter_case for two, suffix for more. Chunks are read off the records: the k-th
-// lowest stage a rank runs is its chunk k (see detail/timeline_layout.hpp).
+// lowest stage a rank runs is its chunk k (see io/detail/timeline_layout.hpp).
 //
 // Width: with max_width != 0, a timeline that would make lines longer than max_width is scaled
 // down to fit, never wrapped, and a first line says so. The scaled timeline has a whole number
@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "../analysis/simulate.hpp"
-#include "../detail/timeline_layout.hpp"
+#include "detail/timeline_layout.hpp"
 #include "../event.hpp"
 
 namespace pipesched {
@@ -128,9 +128,16 @@ namespace detail {
            " per unit";
 }
 
+/// Widest timeline when max_width is 0 ("no limit"): wider ones are scaled down to it.
+inline constexpr std::size_t max_timeline_columns = std::size_t{1} << 20;
+
+/// The column of time t; 0 for negative or NaN times, and at most 2^50 (a float-to-integer
+/// conversion out of range would be undefined); callers clamp to their width.
 [[nodiscard]] inline std::size_t timeline_column(double t, double columns_per_unit) noexcept {
     const double c = std::round(t * columns_per_unit);
-    return c > 0.0 && std::isfinite(c) ? static_cast<std::size_t>(c) : 0;
+    if (!(c > 0.0)) return 0;
+    constexpr double largest = static_cast<double>(std::uint64_t{1} << 50);
+    return static_cast<std::size_t>(c < largest ? c : largest);
 }
 
 class terminal_renderer {
@@ -151,17 +158,18 @@ public:
 
     [[nodiscard]] std::string run() {
         std::string out;
+        if (!std::isfinite(layout_.makespan)) return "(timeline not drawn: a time is not finite)\n";
         const std::size_t frame = label_width_ + 3; // " |" before the cells, "|" after
         columns_ = timeline_column(layout_.makespan, scale_);
-        if (options_.max_width != 0 && frame + columns_ > options_.max_width) {
-            const std::size_t available =
-                options_.max_width > frame ? options_.max_width - frame : std::size_t{1};
+        const std::size_t width = options_.max_width != 0 ? options_.max_width : frame + max_timeline_columns;
+        if (frame + columns_ > width) {
+            const std::size_t available = width > frame ? width - frame : std::size_t{1};
             // A whole number of columns per unit, or of units per column, so that equal
             // durations keep equal widths.
             const double fitted = static_cast<double>(available) / layout_.makespan;
             const double scaled =
                 fitted >= 1.0 ? std::floor(fitted) : 1.0 / std::ceil(1.0 / fitted);
-            out += "(scaled to fit " + std::to_string(options_.max_width) + " columns: " +
+            out += "(scaled to fit " + std::to_string(width) + " columns: " +
                    scale_text(scaled) + " instead of " + scale_text(scale_) + ")\n";
             scale_ = scaled;
             columns_ = std::min(timeline_column(layout_.makespan, scale_), available);
@@ -221,7 +229,7 @@ private:
         const auto widest = std::to_string(static_cast<std::uint64_t>(last));
         const double spacing = static_cast<double>(std::max<std::size_t>(widest.size() + 2, 6));
         // Ticks at 1, 2, 5, 10, 20, 50, ... units: the first far enough apart for the labels.
-        std::uint64_t tick = 1;
+        std::uint64_t tick = 0; // none fits (a tiny scale): only the 0 is labelled
         for (std::uint64_t decade = 1; decade < (std::uint64_t{1} << 60); decade *= 10) {
             const std::array<std::uint64_t, 3> steps{decade, 2 * decade, 5 * decade};
             const auto fits = [&](std::uint64_t s) {
@@ -239,6 +247,7 @@ private:
             const std::size_t c = timeline_column(static_cast<double>(t), scale_);
             if (c + text.size() > columns_) break;
             cells.replace(c, text.size(), text);
+            if (tick == 0 || t > ~std::uint64_t{0} - tick) break;
         }
         line += cells;
         line.erase(line.find_last_not_of(' ') + 1);

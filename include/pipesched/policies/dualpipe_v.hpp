@@ -145,19 +145,22 @@ public:
     }
 
     /// 6m - p events, one fewer on the last rank (markers included).
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         const std::size_t n = 6 * std::size_t{shape.microbatches} - shape.ranks;
         return rank + 1 == shape.ranks ? n - 1 : n;
     }
 
     using cursor_type = detail::v_program_cursor<detail::dualpipe_v_program>;
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         return cursor_type{params(rank)};
     }
 
     /// Calls f(event) for every event of the rank; one loop per phase.
     template <class F>
     constexpr void generate(std::uint32_t rank, F& f) const {
+        detail::require_usable(*this, rank);
         detail::run_program<detail::dualpipe_v_program>(params(rank), f);
     }
 

@@ -105,18 +105,21 @@ public:
     }
 
     /// F, I and W of each of the rank's 2m units.
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t /*rank*/) const noexcept {
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         return 6 * std::size_t{shape.microbatches};
     }
 
     using cursor_type = detail::v_program_cursor<detail::zbv_program>;
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         return cursor_type{params(rank)};
     }
 
     /// Calls f(event) for every event of the rank; one loop per phase.
     template <class F>
     constexpr void generate(std::uint32_t rank, F& f) const {
+        detail::require_usable(*this, rank);
         detail::run_program<detail::zbv_program>(params(rank), f);
     }
 

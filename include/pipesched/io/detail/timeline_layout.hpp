@@ -1,4 +1,4 @@
-// pipesched internals: facts that the timeline renderings (io/chrome_trace.hpp,
+// pipesched internals of io/: facts that the timeline renderings (io/chrome_trace.hpp,
 // io/terminal_timeline.hpp) read off a list of simulated actions, with no policy at hand.
 //
 // Stage owners come from the records themselves. The local chunk of a stage is its position
@@ -13,8 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "../analysis/simulate.hpp"
-#include "../event.hpp"
+#include "../../analysis/simulate.hpp"
+#include "../../event.hpp"
 
 namespace pipesched::detail {
 

@@ -1,0 +1,120 @@
+// How long autoschedule() takes, and what it finds on the Zero Bubble paper's 12 settings.
+//
+//   BM_autoschedule/p<ranks>_m<microbatches>_limit<L>   one full search (all six steps) with
+//       the 28.3B model's profiled times; the targets are p = 8, m = 32 and p = 32,
+//       m = 256 (well under a second).
+//   BM_paper/<model>/m<microbatches>/limit<L>   one search per setting of Qi et al. (ICLR
+//       2024), Table 3 models with the profiled T_F, T_B (= T_I here), T_W and T_comm of the
+//       paper's appendix, memory limit p (ZB-1p's) or 2p (ZB-2p's) activations. Counters:
+//       bubble (autoschedule), heuristic_bubble (the published heuristic's eight variants, as
+//       implemented here and checked against the authors' code), improvement = 1 -
+//       span / heuristic_span.
+//   BM_v_schedule/<v_min|v_half>/p<ranks>_m<microbatches>   building the V-Min / V-Half order.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include <pipesched/analysis/autoschedule.hpp>
+#include <pipesched/policies/v_half.hpp>
+#include <pipesched/policies/v_min.hpp>
+
+namespace {
+
+namespace ps = pipesched;
+
+struct model {
+    const char* name;
+    std::uint32_t ranks;
+    double forward, backward_input, backward_weight, p2p;
+    std::uint32_t microbatches[3];
+};
+
+// Qi et al., "Zero Bubble Pipeline Parallelism" (ICLR 2024): Table 3 (models, p, m) and the
+// appendix table of profiled times.
+constexpr model paper_models[] = {
+    {"1.5B", 8, 18.522, 18.086, 9.337, 0.601, {24, 32, 64}},
+    {"6.2B", 8, 29.718, 29.444, 19.927, 0.527, {24, 32, 64}},
+    {"14.6B", 16, 45.619, 45.374, 33.844, 0.789, {48, 64, 128}},
+    {"28.3B", 32, 57.502, 57.071, 42.939, 1.049, {96, 128, 256}},
+};
+
+ps::pipeline_costs costs_of(const model& md) {
+    ps::pipeline_costs c{};
+    c.uniform = {md.forward, md.backward_input, md.backward_weight};
+    c.p2p = md.p2p;
+    return c;
+}
+
+void BM_autoschedule(benchmark::State& state, std::uint32_t p, std::uint32_t m, double limit) {
+    const ps::pipeline_costs costs = costs_of(paper_models[3]);
+    ps::pipeline_memory memory{};
+    memory.uniform.limit = limit;
+    double span = 0.0;
+    for (auto _ : state) {
+        const ps::autoschedule_result r = ps::autoschedule({p, m, 1}, costs, memory);
+        span = r.span;
+        benchmark::DoNotOptimize(span);
+    }
+    state.counters["span"] = span;
+}
+
+void BM_paper(benchmark::State& state, const model& md, std::uint32_t m, double limit) {
+    const ps::pipeline_costs costs = costs_of(md);
+    ps::pipeline_memory memory{};
+    memory.uniform.limit = limit;
+    ps::autoschedule_result r{};
+    for (auto _ : state) {
+        r = ps::autoschedule({md.ranks, m, 1}, costs, memory);
+        benchmark::DoNotOptimize(r.span);
+    }
+    if (!r) {
+        state.SkipWithError(r.message.c_str());
+        return;
+    }
+    const double work = m * (md.forward + md.backward_input + md.backward_weight);
+    state.counters["bubble"] = r.bubble_fraction;
+    state.counters["heuristic_bubble"] = (r.heuristic_span - work) / r.heuristic_span;
+    state.counters["improvement"] = 1.0 - r.span / r.heuristic_span;
+}
+
+template <class P>
+void BM_v_schedule(benchmark::State& state, std::uint32_t p, std::uint32_t m) {
+    for (auto _ : state) {
+        const P pol{{p, m, 2}};
+        benchmark::DoNotOptimize(pol.size(0));
+    }
+}
+
+const bool registered = [] {
+    for (const auto& [p, m, limit] : {std::tuple{8u, 32u, 8.0}, std::tuple{8u, 32u, 4.0}, std::tuple{32u, 256u, 32.0},
+                                      std::tuple{32u, 256u, 20.0}}) {
+        const std::string name = "BM_autoschedule/p" + std::to_string(p) + "_m" + std::to_string(m) + "_limit" +
+                                 std::to_string(static_cast<int>(limit));
+        benchmark::RegisterBenchmark(name.c_str(), BM_autoschedule, p, m, limit)->Unit(benchmark::kMillisecond);
+    }
+    for (const model& md : paper_models) {
+        for (const std::uint32_t m : md.microbatches) {
+            for (const std::uint32_t factor : {1u, 2u}) {
+                const double limit = static_cast<double>(factor * md.ranks);
+                const std::string name = std::string{"BM_paper/"} + md.name + "/m" + std::to_string(m) + "/limit" +
+                                         std::to_string(factor * md.ranks);
+                benchmark::RegisterBenchmark(name.c_str(), BM_paper, md, m, limit)
+                    ->Unit(benchmark::kMillisecond)
+                    ->Iterations(1);
+            }
+        }
+    }
+    for (const auto& [p, m] : {std::pair{8u, 32u}, std::pair{32u, 256u}}) {
+        const std::string shape = "p" + std::to_string(p) + "_m" + std::to_string(m);
+        benchmark::RegisterBenchmark(("BM_v_schedule/v_min/" + shape).c_str(), BM_v_schedule<ps::v_min>, p, m)
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("BM_v_schedule/v_half/" + shape).c_str(), BM_v_schedule<ps::v_half>, p, m)
+            ->Unit(benchmark::kMillisecond);
+    }
+    return true;
+}();
+
+} // namespace

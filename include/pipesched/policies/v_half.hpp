@@ -1,0 +1,55 @@
+// pipesched: V-Half, the V-shaped zero-bubble schedule with about 1/2 of 1F1B's activation memory.
+//
+// Qi et al., "Pipeline Parallelism with Controllable Memory" (NeurIPS 2024), section 4
+// (V-ZB is `zbv`, V-Half and V-Min trade a little bubble for memory), and the authors'
+// repository sail-sg/zero-bubble-pipeline-parallelism (`--zero-bubble-v-schedule-mem-setup
+// half`). V placement (chunk 0 on stage r, chunk 1 on stage 2p-1-r), chunks = 2, split
+// backward: every unit runs F, I and W. The order is built by detail/v_controllable.hpp (the
+// paper's building block, repeated, with W's in the free slots and the warm-up and cool-down
+// squeezed), which is not closed-form, so the policy stores it: one 8-byte event per action,
+// 6m per rank, built when the policy is constructed (run time only; not a constexpr value).
+//
+// Peak activations at unit costs: (p+2)//2 microbatches of a rank's activations (2((p+2)//2) chunk
+// activations; 1F1B holds p) once m reaches the steady state, never more (tests/test_v_memory.cpp).
+// Accepted shapes: chunks = 2, ranks * microbatches <= 2^20 (the stored order and its
+// construction grow with it).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "../detail/v_controllable.hpp"
+#include "../policy.hpp"
+#include "../shape.hpp"
+#include "explicit_schedule.hpp"
+
+namespace pipesched {
+
+class v_half : public explicit_schedule<placement::v_shape> {
+public:
+    static constexpr std::string_view name = "v_half";
+
+    explicit v_half(pipesched::shape s) {
+        shape = s;
+        if (check_shape(s)) {
+            assign(detail::v_controllable::generate(detail::v_controllable::memory_setup::half,
+                                                    s.ranks, s.microbatches));
+        }
+    }
+
+    [[nodiscard]] shape_check check() const noexcept {
+        if (const shape_check c = check_shape(shape); !c) return c;
+        return explicit_schedule<placement::v_shape>::check();
+    }
+
+    [[nodiscard]] static constexpr shape_check check_shape(const pipesched::shape& s) noexcept {
+        if (const shape_check c = check_common(s); !c) return c;
+        if (s.chunks != 2) return {false, "V-Half runs two chunks per rank in a V: chunks must be 2"};
+        if (std::uint64_t{s.ranks} * s.microbatches > (std::uint64_t{1} << 20)) {
+            return {false, "V-Half stores its order: ranks * microbatches must be at most 2^20"};
+        }
+        return shape_ok;
+    }
+};
+
+} // namespace pipesched

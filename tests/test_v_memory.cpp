@@ -1,0 +1,100 @@
+// V-Min and V-Half (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024).
+#include <doctest/doctest.h>
+
+#include <pipesched/catalog.hpp>
+#include <pipesched/io/csv.hpp>
+#include <pipesched/iteration.hpp>
+#include <pipesched/pipesched.hpp>
+#include <pipesched/policies/v_half.hpp>
+#include <pipesched/policies/v_min.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace {
+
+namespace ps = pipesched;
+
+static_assert(ps::schedule_policy<ps::v_min>);
+static_assert(ps::schedule_policy<ps::v_half>);
+
+template <class P>
+void check_grid(std::uint32_t (*formula)(std::uint32_t)) {
+    for (std::uint32_t p = 1; p <= 12; ++p) {
+        for (std::uint32_t m = 1; m <= 16; ++m) {
+            INFO(P::name << " p=" << p << " m=" << m);
+            const P pol{{p, m, 2}};
+            REQUIRE(pol.check());
+            REQUIRE(ps::validate(pol));
+            for (std::uint32_t r = 0; r < p; ++r) {
+                CHECK(pol.size(r) == 6u * m); // F, I, W of both chunks
+            }
+            const ps::simulation sim = ps::simulate(pol);
+            REQUIRE(sim);
+            // In chunk activations: two per microbatch of a rank's layers. Below the steady state
+            // every microbatch is in flight at once (2m).
+            CHECK(sim.max_peak_activations() == std::min(2 * m, 2 * formula(p)));
+            for (std::uint32_t r = 0; r < p; ++r) CHECK(ps::peak_activations(pol, r) == sim.ranks[r].peak_activations);
+        }
+    }
+}
+
+TEST_CASE("V-Min: valid on a grid, peak (p+4)//3 microbatches of a rank's activations") {
+    check_grid<ps::v_min>([](std::uint32_t p) { return (p + 4) / 3; });
+}
+
+TEST_CASE("V-Half: valid on a grid, peak (p+2)//2 microbatches of a rank's activations") {
+    check_grid<ps::v_half>([](std::uint32_t p) { return (p + 2) / 2; });
+}
+
+TEST_CASE("V-Min and V-Half: memory against 1F1B and ZB-V at unit costs") {
+    // 1F1B holds p microbatches of a rank's activations on rank 0, ZB-V 2p chunk activations
+    // (= p microbatches); V-Half about half, V-Min about a third (Qi et al. 2024, Table 1).
+    const std::uint32_t p = 8;
+    const std::uint32_t m = 32;
+    const auto peak = [](const auto& pol) { return ps::simulate(pol).max_peak_activations(); };
+    CHECK(peak(ps::zbv{{p, m, 2}}) == 16);
+    CHECK(peak(ps::v_half{{p, m, 2}}) == 10);
+    CHECK(peak(ps::v_min{{p, m, 2}}) == 8);
+    // The price is bubble: at unit costs ZB-V has the least.
+    ps::cost_model unit{};
+    unit.uniform = {0.5, 1.0, 0.5, 0.5};
+    const double zbv = ps::simulate(ps::zbv{{p, m, 2}}, unit).makespan;
+    const double half = ps::simulate(ps::v_half{{p, m, 2}}, unit).makespan;
+    const double vmin = ps::simulate(ps::v_min{{p, m, 2}}, unit).makespan;
+    CHECK(zbv <= half);
+    CHECK(half <= vmin);
+}
+
+TEST_CASE("V-Min: rank 0's order for p = 4, m = 8, as the authors' generator builds it") {
+    // From sail-sg/zero-bubble-pipeline-parallelism at 39f2c186,
+    // megatron/core/pipeline_parallel/zerobubble/scheduler/zbv_greedy.py:
+    // PipelineGraph(4, 8, 'min', 1, 1, 1, 0).create_schedule(config with max_chunks=2,
+    // n_stages=4), its B printed as I, stages numbered by layer_group_idx (python3 3.11, torch
+    // import stubbed). The same orders were compared for p <= 12, m <= 24, min and half.
+    const std::string expected =
+        "0F0,0F1,0F2,7F0,7I0,7W0,7F1,7I1,7W1,0I0,0W0,0F3,7F2,7I2,0I1,7W2,0W1,0F4,7F3,7I3,0I2,7W3,0W2,"
+        "0F5,7F4,7I4,0I3,7W4,0W3,0F6,7F5,7I5,0I4,7W5,0W4,0F7,7F6,7I6,0I5,7W6,0W5,7F7,7I7,0I6,7W7,0W6,"
+        "0I7,0W7\n";
+    const std::string csv = ps::write_csv(ps::v_min{{4, 8, 2}});
+    CHECK(csv.substr(0, csv.find('\n') + 1) == expected);
+}
+
+TEST_CASE("V-Min and V-Half: shapes, catalog names, iteration") {
+    CHECK_FALSE(ps::v_min{{4, 8, 1}}.check());
+    CHECK(std::string{ps::v_min{{4, 8, 1}}.check().message} == "V-Min runs two chunks per rank in a V: chunks must be 2");
+    CHECK_FALSE(ps::v_half{{2048, 1024, 2}}.check());
+    CHECK_FALSE(ps::v_half{{0, 8, 2}}.check());
+    CHECK(ps::find_schedule("v_min") == ps::schedule_id::v_min);
+    CHECK(ps::find_schedule("V-Min") == ps::schedule_id::v_min);
+    CHECK(ps::find_schedule("ZBVMin") == ps::schedule_id::v_min);
+    CHECK(ps::find_schedule("VHalf") == ps::schedule_id::v_half);
+    CHECK(ps::find_schedule("ZB-V-Half") == ps::schedule_id::v_half);
+    const auto name = ps::with_schedule(ps::schedule_id::v_half, {{4, 8, 2}}, [](const auto& pol) { return pol.name; });
+    CHECK(name == "v_half");
+    CHECK(ps::validate(ps::iteration{ps::v_min{{4, 8, 2}}}));
+    CHECK(ps::validate(ps::iteration{ps::v_half{{3, 5, 2}}}));
+}
+
+} // namespace

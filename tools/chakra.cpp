@@ -1,0 +1,276 @@
+// pipesched chakra
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include <pipesched/io/chakra_astra.hpp>
+#include <pipesched/io/chakra_schedule.hpp>
+#include <pipesched/io/chrome_trace.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+
+namespace pipesched::cli {
+namespace {
+
+constexpr std::array<flag_spec, 21> chakra_flags{{
+    schedule_flags[0], schedule_flags[1], schedule_flags[2], schedule_flags[3], schedule_flags[4], schedule_flags[5],
+    {"cost", "F=10,B=20,...",
+     "microseconds per action (one chunk of one microbatch): F, B, I, W, loss, recompute (default F), "
+     "optimizer, overlap (an F&B pair; default F + B)",
+     "F=10,B=20,I=10,W=10,loss=1,optimizer=10", false},
+    {"iteration", "", "the whole iteration: loss, grad_sync, grad_norm, optimizer_step (default: compute + p2p)",
+     "", false},
+    {"overlap-grad-sync", "", "--iteration: each chunk's grad_sync right after its last backward work", "", false},
+    {"distributed-optimizer", "", "--iteration: grad_sync as REDUCE_SCATTER and a param_gather (ALL_GATHER) after the step",
+     "", false},
+    {"recompute", "", "--iteration: activation checkpointing, a recompute before every backward", "", false},
+    {"no-grad-norm", "", "--iteration: no grad_norm all-reduce (no gradient clipping)", "", false},
+    {"activation-bytes", "N", "bytes of one activation (and of its gradient) between stages", "1048576", false},
+    {"grad-bytes", "N", "bytes of one chunk's gradients (grad_sync) and parameters (param_gather)", "67108864",
+     false},
+    {"data-parallel", "D", "replicas: p x D ranks, data-parallel groups in PREFIX.groups.json", "1", false},
+    {"bandwidth", "GBPS", "link bandwidth for the prediction and PREFIX.network.yml (GB = 2^30 B)", "50", false},
+    {"latency", "NS", "link latency in ns for the prediction and PREFIX.network.yml", "500", false},
+    {"round", "", "round fractional microseconds instead of refusing them", "", false},
+    {"out", "PREFIX", "write PREFIX.<rank>.et for every rank, plus the ASTRA-sim configuration files", "", true},
+    {"format", "text|json", "what was written and the predicted finish times, as text or JSON", "text", false},
+    {"verify", "", "read every file back and check it (round trip through the reader)", "", false},
+}};
+
+struct chakra_costs {
+    pipesched::stage_costs compute{10.0, 20.0, 10.0, 10.0};
+    double loss = 1.0;
+    double recompute = -1.0;
+    double optimizer = 10.0;
+};
+
+chakra_costs read_chakra_costs(const parsed_args& args) {
+    chakra_costs c{};
+    const auto text = args.get("cost");
+    if (!text)
+        return c;
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        const std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos)
+            fail("--cost: expected KEY=VALUE, got " + quoted(item));
+        const std::string_view key = item.substr(0, eq);
+        const std::string_view value = item.substr(eq + 1);
+        double x = 0.0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+        if (ec != std::errc{} || end != value.data() + value.size() || !(x >= 0.0) || !std::isfinite(x))
+            fail("--cost: " + std::string{key} + " needs a finite number >= 0, got " + quoted(value));
+        if (key == "F") c.compute.forward = x;
+        else if (key == "B") c.compute.backward = x;
+        else if (key == "I") c.compute.backward_input = x;
+        else if (key == "W") c.compute.backward_weight = x;
+        else if (key == "loss") c.loss = x;
+        else if (key == "recompute") c.recompute = x;
+        else if (key == "optimizer") c.optimizer = x;
+        else if (key == "overlap") c.compute.overlapped_forward_backward = x;
+        else fail("--cost: unknown key " + quoted(key) + " (expected F, B, I, W, loss, recompute, optimizer or overlap)");
+        if (comma != std::string_view::npos && rest.empty())
+            fail("--cost: trailing comma in " + quoted(*text));
+    }
+    return c;
+}
+
+std::uint64_t read_bytes(const parsed_args& args, std::string_view name, std::uint64_t fallback) {
+    const auto text = args.get(name);
+    if (!text)
+        return fallback;
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+    if (ec != std::errc{} || end != text->data() + text->size() || v == 0 || v > (std::uint64_t{1} << 50))
+        fail("--" + std::string{name} + " needs a whole number of bytes in 1..2^50, got " + quoted(*text));
+    return v;
+}
+
+double read_positive(const parsed_args& args, std::string_view name, double fallback, bool zero_ok) {
+    const auto text = args.get(name);
+    if (!text)
+        return fallback;
+    double x = 0.0;
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), x);
+    if (ec != std::errc{} || end != text->data() + text->size() || !std::isfinite(x) || x < 0.0 ||
+        (!zero_ok && x == 0.0) || x > 1e12)
+        fail("--" + std::string{name} + " needs a finite number " + (zero_ok ? ">= 0" : "> 0") + ", got " +
+             quoted(*text));
+    return x;
+}
+
+void write_file(const std::string& path, std::string_view bytes) {
+    std::ofstream f{path, std::ios::binary | std::ios::trunc};
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f)
+        throw std::runtime_error{"cannot write " + path};
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f{path, std::ios::binary};
+    std::string bytes{std::istreambuf_iterator<char>{f}, std::istreambuf_iterator<char>{}};
+    if (!f.good() && !f.eof())
+        throw std::runtime_error{"cannot read back " + path};
+    return bytes;
+}
+
+std::string fixed_text(double x) {
+    std::string s;
+    pipesched::detail::append_json_number(s, x);
+    return s;
+}
+
+int run_chakra(const parsed_args& args) {
+    const schedule_request req = read_schedule(args);
+    const chakra_costs c = read_chakra_costs(args);
+    const std::string format = format_choice(args, {"text", "json"});
+    const std::string prefix{args.get("out").value_or("")};
+    if (prefix.empty())
+        fail("--out needs a path prefix");
+    const bool whole = args.get("iteration").has_value();
+    for (std::string_view flag : {"overlap-grad-sync", "distributed-optimizer", "recompute", "no-grad-norm"}) {
+        if (!whole && args.get(flag))
+            fail("--" + std::string{flag} + " applies only with --iteration");
+    }
+    pipesched::chakra::export_options o{};
+    o.whole_iteration = whole;
+    o.round_durations = args.get("round").has_value();
+    o.activation_bytes = read_bytes(args, "activation-bytes", o.activation_bytes);
+    o.gradient_bytes = read_bytes(args, "grad-bytes", o.gradient_bytes);
+    o.parameter_bytes = o.gradient_bytes;
+    o.data_parallel = args.count("data-parallel").value_or(1);
+    if (args.get("overlap-grad-sync"))
+        o.iteration.grad_sync = pipesched::grad_sync_mode::overlapped;
+    if (args.get("distributed-optimizer")) {
+        o.iteration.param_gather = pipesched::param_gather_mode::after_step;
+        o.grad_sync = pipesched::chakra::collective::reduce_scatter;
+    }
+    o.iteration.activation_checkpointing = args.get("recompute").has_value();
+    o.iteration.grad_norm = !args.get("no-grad-norm").has_value();
+    pipesched::chakra::astra_network net{};
+    net.bandwidth_gbps = read_positive(args, "bandwidth", net.bandwidth_gbps, false);
+    net.latency_ns = read_positive(args, "latency", net.latency_ns, true);
+
+    pipesched::iteration_cost_model costs{};
+    costs.compute.uniform = c.compute;
+    costs.loss = c.loss;
+    costs.recompute = c.recompute;
+    costs.optimizer = c.optimizer;
+
+    return pipesched::with_schedule(req.id, req.options, [&](const auto& pol) -> int {
+        require_valid_shape(pol, req);
+        const pipesched::chakra::export_result traces = pipesched::chakra::export_traces(pol, costs, o);
+        if (!traces)
+            fail(traces.error);
+        std::map<std::string, std::vector<std::uint32_t>> groups;
+        for (const auto& g : traces.groups)
+            groups[number_text(g.id)] = g.ranks;
+        const pipesched::chakra::prediction predicted = pipesched::chakra::predict_astra(traces.ranks, net, groups);
+        if (!predicted.check)
+            throw std::logic_error{"exported traces failed the check: " + predicted.check.message};
+
+        const std::size_t n = traces.ranks.size();
+        std::vector<std::string> files;
+        for (std::size_t r = 0; r < n; ++r) {
+            files.push_back(prefix + "." + number_text(r) + ".et");
+            const std::string bytes = pipesched::chakra::encode(traces.ranks[r]);
+            write_file(files.back(), bytes);
+            if (args.get("verify")) {
+                const pipesched::chakra::read_result back = pipesched::chakra::read_trace(read_file(files.back()));
+                if (!back)
+                    throw std::logic_error{files.back() + ": " + back.error.what()};
+                if (back.value != traces.ranks[r])
+                    throw std::logic_error{files.back() + ": read back differs from what was written"};
+            }
+        }
+        const std::string network = prefix + ".network.yml";
+        write_file(network, "topology: [ FullyConnected ]\nnpus_count: [ " + number_text(n) + " ]\nbandwidth: [ " +
+                                fixed_text(net.bandwidth_gbps) + " ]  # GB/s, GB = 2^30 B\nlatency: [ " +
+                                fixed_text(net.latency_ns) + " ]  # ns\n");
+        const std::string system = prefix + ".system.json";
+        write_file(system, "{\n    \"scheduling-policy\": \"LIFO\",\n    \"endpoint-delay\": 10,\n"
+                           "    \"active-chunks-per-dimension\": 1,\n    \"preferred-dataset-splits\": 1,\n"
+                           "    \"all-reduce-implementation\": [\"ring\"],\n"
+                           "    \"all-gather-implementation\": [\"ring\"],\n"
+                           "    \"reduce-scatter-implementation\": [\"ring\"],\n"
+                           "    \"all-to-all-implementation\": [\"ring\"],\n"
+                           "    \"collective-optimization\": \"localBWAware\",\n    \"local-mem-bw\": 1600,\n"
+                           "    \"boost-mode\": 0,\n    \"roofline-enabled\": 0,\n    \"peak-perf\": 900\n}\n");
+        const std::string memory = prefix + ".remote_memory.json";
+        write_file(memory, "{ \"memory-type\": \"NO_MEMORY_EXPANSION\" }\n");
+        std::string group_file;
+        if (!traces.groups.empty()) {
+            group_file = prefix + ".groups.json";
+            write_file(group_file, pipesched::chakra::comm_groups_json(traces.groups));
+        }
+
+        std::string s;
+        if (format == "json") {
+            s += "{\"files\":[";
+            for (std::size_t r = 0; r < n; ++r) {
+                if (r != 0)
+                    s += ',';
+                pipesched::detail::append_json_string(s, files[r]);
+            }
+            s += "],\"ranks\":" + number_text(n) + ",\"predicted_finish_ns\":[";
+            for (std::size_t r = 0; r < n; ++r) {
+                if (r != 0)
+                    s += ',';
+                s += predicted.finish_ns[r] ? number_text(*predicted.finish_ns[r]) : std::string{"null"};
+            }
+            s += "],\"approximate\":";
+            s += predicted.approximate ? "true" : "false";
+            s += ",\"comm_groups\":";
+            if (group_file.empty())
+                s += "null";
+            else
+                pipesched::detail::append_json_string(s, group_file);
+            s += ",\"network\":";
+            pipesched::detail::append_json_string(s, network);
+            s += ",\"system\":";
+            pipesched::detail::append_json_string(s, system);
+            s += ",\"remote_memory\":";
+            pipesched::detail::append_json_string(s, memory);
+            s += "}\n";
+        } else {
+            s += "wrote " + number_text(n) + " Chakra traces " + prefix + ".{0.." + number_text(n - 1) + "}.et, " +
+                 network + ", " + system + ", " + memory;
+            if (!group_file.empty())
+                s += ", " + group_file;
+            s += "\nrun: AstraSim_Analytical_Congestion_Unaware --workload-configuration=" + prefix +
+                 " --system-configuration=" + system + " --remote-memory-configuration=" + memory +
+                 " --network-configuration=" + network;
+            if (!group_file.empty())
+                s += " --comm-group-configuration=" + group_file;
+            s += predicted.approximate ? "\npredicted (collectives approximated):\n" : "\npredicted:\n";
+            for (std::size_t r = 0; r < n; ++r) {
+                s += "sys[" + number_text(r) + "] finished, " +
+                     (predicted.finish_ns[r] ? number_text(*predicted.finish_ns[r]) : std::string{"never"}) +
+                     " cycles\n";
+            }
+        }
+        output_buffer out{stdout};
+        out.append(s);
+        return finish_output(out);
+    });
+}
+
+} // namespace
+
+const command_spec chakra_command{"chakra", "write a schedule as Chakra execution traces for ASTRA-sim 2.0 and predict its run",
+     "Writes PREFIX.<rank>.et (Chakra ET, one per rank), PREFIX.network.yml (FullyConnected, the\n"
+     "given bandwidth and latency), PREFIX.system.json, PREFIX.remote_memory.json and, with\n"
+     "--data-parallel above 1, PREFIX.groups.json for --comm-group-configuration. Compute actions\n"
+     "become COMP nodes of the --cost durations (whole microseconds), transfers COMM_SEND/COMM_RECV\n"
+     "pairs, and with --iteration grad_sync, grad_norm and param_gather COMM_COLL nodes. Prints the\n"
+     "per-rank finish times ASTRA-sim's analytical congestion-unaware backend reports for them\n"
+     "('sys[r] finished, T cycles', in ns): exact for compute and p2p, approximate for collectives.",
+     chakra_flags, run_chakra};
+
+} // namespace pipesched::cli
