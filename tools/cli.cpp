@@ -99,6 +99,23 @@ std::string quoted(std::string_view value) {
     return s;
 }
 
+std::string printable(std::string_view text) {
+    constexpr std::string_view hex = "0123456789abcdef";
+    std::string s;
+    s.reserve(text.size());
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7F) {
+            s += "\\x";
+            s += hex[byte >> 4];
+            s += hex[byte & 0xF];
+        } else {
+            s += c;
+        }
+    }
+    return s;
+}
+
 parsed_args::parsed_args(const command_spec& cmd, std::span<const std::string_view> args) : command_{&cmd} {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string_view arg = args[i];

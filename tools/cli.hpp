@@ -128,6 +128,10 @@ struct usage_error {
 /// bytes are escaped and very long values are shortened.
 std::string quoted(std::string_view value);
 
+/// `text` with control bytes (newline, escape, ...) and DEL written as \xNN, other bytes as
+/// they are: for messages and reports that echo file content or names.
+std::string printable(std::string_view text);
+
 // ---------------------------------------------------------------------------------------------
 // Command table and argument parsing
 // ---------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     using pipesched::simai::meaning;
     const auto& st = c.layout;
     std::string s;
-    s += "SimAI workload " + std::string{source} + ": " + w.header.policy + ", tp " +
+    s += "SimAI workload " + std::string{source} + ": " + printable(w.header.policy) + ", tp " +
          number_text(w.header.tp.value_or(1)) + ", pp " + number_text(c.pp) + ", ga " + number_text(c.ga) + ", " +
          number_text(w.rows.size()) + " rows\n";
     if (st.ga_unrolled()) {
@@ -69,7 +69,7 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     // The same AICB quirk repeats in every block: show a few and count the rest.
     constexpr std::size_t notes_shown = 2;
     for (std::size_t k = 0; k < st.warnings.size() && k < notes_shown; ++k)
-        s += "  note: " + st.warnings[k].message + "\n";
+        s += "  note: " + printable(st.warnings[k].message) + "\n";
     if (st.warnings_total > notes_shown)
         s += "  note: ... and " + number_text(st.warnings_total - notes_shown) + " more cost differences between blocks\n";
 
@@ -272,7 +272,8 @@ int run_simai(const parsed_args& args) {
     const std::string format = format_choice(args, {"text", "json"});
     const std::string_view path = args.positional();
     output_buffer out{stdout};
-    out.append(simai_report(path, read_input(path), policy, format));
+    out.append(simai_report(path == "-" ? std::string{"standard input"} : file_label(path), read_input(path), policy,
+                            format));
     return finish_output(out);
 }
 
