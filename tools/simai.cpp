@@ -49,6 +49,35 @@ std::string row_range(std::size_t begin, std::size_t end) {
     return number_text(begin) + "-" + number_text(end - 1);
 }
 
+/// The shortest decimal text of x ("5", "0.5", "25").
+std::string shortest(double x) {
+    std::array<char, 32> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), x);
+    return r.ec == std::errc{} ? std::string(buf.data(), r.ptr) : fixed(x);
+}
+
+/// The network model the comparison used, in words, read off the model itself.
+std::string network_text(const pipesched::simai::network_model& net) {
+    using pipesched::simai::collective;
+    using pipesched::simai::comm_group;
+    constexpr std::uint64_t probe = 1'000'000'000; // bytes
+    const double all_reduce = net.collective_ns(collective::allreduce, comm_group::tp, probe) - net.latency_ns;
+    const double all_gather = net.collective_ns(collective::allgather, comm_group::tp, probe) - net.latency_ns;
+    std::string s = "\nNetwork model: collective time = " + shortest(net.latency_ns / 1000.0) +
+                    " us + bytes / bandwidth";
+    if (all_gather > 0.0 && all_reduce != all_gather)
+        s += " (x" + shortest(all_reduce / all_gather) + " for all-reduce)";
+    // Bandwidths are bytes per ns, which is GB/s.
+    s += "; tensor parallel " + shortest(net.tp_bandwidth) + " GB/s,\n";
+    if (net.dp_bandwidth == net.ep_bandwidth) {
+        s += "data and expert parallel " + shortest(net.dp_bandwidth) + " GB/s.\n";
+    } else {
+        s += "data parallel " + shortest(net.dp_bandwidth) + " GB/s, expert parallel " + shortest(net.ep_bandwidth) +
+             " GB/s.\n";
+    }
+    return s;
+}
+
 std::string simai_report_text(std::string_view source, const pipesched::simai::workload& w,
                               const pipesched::simai::comparison& c) {
     using pipesched::simai::meaning;
@@ -159,8 +188,7 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
         append_padded(s, row[1], 16);
         s += row[2] + "\n";
     }
-    s += "\nNetwork model: collective time = 5 us + bytes / bandwidth (x2 for all-reduce); tensor parallel "
-         "200 GB/s,\ndata and expert parallel 25 GB/s.\n";
+    s += network_text(pipesched::simai::network_model{});
     return s;
 }
 
