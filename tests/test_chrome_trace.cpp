@@ -321,3 +321,94 @@ TEST_CASE("chrome trace: options, escaping and determinism") {
 }
 
 } // namespace
+
+// --- chrome_trace_stream: the same trace, written as records arrive ------------------------------
+
+namespace {
+
+/// The lines of `text` for one ph, sorted, with any trailing ',' removed.
+std::vector<std::string> sorted_events(const std::string& text, std::string_view ph) {
+    std::vector<std::string> out;
+    for (std::string line : events_with(lines_of(text), ph)) {
+        if (!line.empty() && line.back() == ',') line.pop_back();
+        out.push_back(std::move(line));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+template <class P>
+void check_stream_matches_batch(const P& pol) {
+    const ps::shape dims = pol.shape;
+    INFO(P::name << " p=" << dims.ranks << " m=" << dims.microbatches << " v=" << dims.chunks);
+    ps::cost_model costs{};
+    costs.p2p_latency = 0.25;
+    const std::string batch = run(pol, costs).str({.process_name = "x"});
+    std::string streamed;
+    std::size_t writes = 0;
+    const auto write = [&](std::string_view piece) {
+        streamed += piece;
+        ++writes;
+    };
+    ps::chrome_trace_stream<decltype(write)> stream{write, P::layout, dims, {.process_name = "x"}};
+    REQUIRE(ps::simulate(pol, costs, stream));
+    stream.finish();
+    stream.finish(); // only the first call writes
+    CHECK(writes >= 1);
+    // Same slices and metadata, byte for byte, in another order; same start and end of file.
+    CHECK(sorted_events(streamed, "X") == sorted_events(batch, "X"));
+    CHECK(sorted_events(streamed, "M") == sorted_events(batch, "M"));
+    CHECK(streamed.substr(0, 16) == batch.substr(0, 16));
+    CHECK(streamed.substr(streamed.size() - 80) == batch.substr(batch.size() - 80));
+    // The same number of flows; each id once as s and once as f, s no later than f, on two ranks.
+    const auto starts = sorted_events(streamed, "s");
+    const auto finishes = sorted_events(streamed, "f");
+    CHECK(starts.size() == expected_flows(pol));
+    CHECK(finishes.size() == starts.size());
+    std::map<std::string, std::string> start_of;
+    for (const std::string& s : starts) start_of[field(s, "id")] = s;
+    CHECK(start_of.size() == starts.size());
+    for (const std::string& f : finishes) {
+        const auto it = start_of.find(field(f, "id"));
+        REQUIRE(it != start_of.end());
+        CHECK(field(it->second, "name") == field(f, "name"));
+        CHECK(field(it->second, "tid") != field(f, "tid"));
+        CHECK(std::stod(field(f, "ts")) >= std::stod(field(it->second, "ts")) + 250.0);
+    }
+}
+
+} // namespace
+
+TEST_CASE("chrome trace stream: the batch writer's slices and metadata, flows matched by id") {
+    for (std::uint32_t p = 1; p <= 4; ++p) {
+        for (std::uint32_t m = 1; m <= 9; m += 4) {
+            check_stream_matches_batch(ps::gpipe<>{{p, m, 1}});
+            check_stream_matches_batch(ps::one_f_one_b<backward_kind::split>{{p, m, 1}});
+            check_stream_matches_batch(ps::looped_bfs<>{{p, m, 2}});
+            if (m >= 2 * p) check_stream_matches_batch(ps::dualpipe_v{{p, m, 2}});
+        }
+    }
+}
+
+TEST_CASE("chrome trace stream: memory does not grow with the trace") {
+    // 1F1B p = 8, m = 4096: 65536 slices, about 12 MB of JSON, handed out in pieces of at most
+    // a little over 64 KiB; the stream keeps nothing else that grows with the records.
+    const ps::one_f_one_b<> pol{{8, 4096, 1}};
+    std::size_t total = 0;
+    std::size_t largest = 0;
+    std::size_t slices = 0;
+    const auto write = [&](std::string_view piece) {
+        total += piece.size();
+        largest = std::max(largest, piece.size());
+        for (std::size_t at = piece.find("\"ph\":\"X\""); at != std::string_view::npos;
+             at = piece.find("\"ph\":\"X\"", at + 1)) {
+            ++slices;
+        }
+    };
+    ps::chrome_trace_stream<decltype(write)> stream{write, ps::placement::loop, pol.shape};
+    REQUIRE(ps::simulate(pol, {}, stream));
+    stream.finish();
+    CHECK(slices == ps::event_count(pol));
+    CHECK(total > 10'000'000);
+    CHECK(largest < (std::size_t{1} << 16) + 1024);
+}

@@ -333,13 +333,15 @@ TEST_CASE("csv: communication actions, overlapped pairs and empty ranks round-tr
     CHECK(back.table == t);
     CHECK(ps::write_csv(back.table) == text);
 
+    // compute_only keeps the pairs, flag included, for validate to check.
     const auto compute = ps::compute_only(back.table);
     REQUIRE(compute.size() == 4);
-    CHECK(compute[0] == std::vector<ps::action>{act(0, op::forward, 0), act(3, op::forward, 0),
+    CHECK(compute[0] == std::vector<ps::action>{act(0, op::forward, 0), act(3, op::forward, 0, true),
                                                 act(0, op::backward, 1)});
     CHECK(compute[1].empty());
-    CHECK(compute[2] == std::vector<ps::action>{act(2, op::backward_input, 4),
+    CHECK(compute[2] == std::vector<ps::action>{act(2, op::backward_input, 4, true),
                                                 act(1, op::backward_weight, 2)});
+    CHECK(!ps::validate(compute));
 }
 
 TEST_CASE("csv: write_csv of a table rejects what the format cannot express") {
@@ -413,6 +415,38 @@ TEST_CASE("csv: V-shape placement with an overlapped pair") {
     CHECK(g.owners == std::vector<std::size_t>{0, 1, 1, 0});
     // Written back: the pair stays one cell, the missing final newline is added.
     CHECK(ps::write_csv(r.table) == std::string{v_shape_overlap} + "\n");
+}
+
+// Pairs read from a file are checked as pairs (issue 8): compute_only keeps their flags.
+TEST_CASE("csv: overlapped pairs from a file are validated as pairs") {
+    const auto code = [](std::string_view text) {
+        const ps::csv_result r = ps::read_csv(text);
+        REQUIRE(r);
+        return ps::validate(ps::compute_only(r.table)).code;
+    };
+    using ps::verdict_code;
+    // The valid V-shape file above stays valid; the same pair with its halves swapped does not.
+    CHECK(code(v_shape_overlap) == verdict_code::valid);
+    CHECK(code("0F0,0F1,3F0,(3B0;3F1)OVERLAP_F_B,3B1,0B0,0B1\n1F0,1F1,2F0,2F1,2B0,2B1,1B0,1B1") !=
+          verdict_code::valid);
+    // A B first, an F with its own B, a W first, two F's.
+    CHECK(code("0F0,(1B0;0F1)OVERLAP_F_B,0B0,0B1\n1F0,1F1,1B1\n") != verdict_code::valid);
+    CHECK(code("(0F0;0B0)OVERLAP_F_B\n") == verdict_code::malformed_overlap);
+    CHECK(code("0F0,0I0,(0W0;0F1)OVERLAP_F_B,0B1\n") != verdict_code::valid);
+    CHECK(code("(0F0;1F0)OVERLAP_F_B,1B0,0B0\n") != verdict_code::valid);
+    // Each pair waits for the other rank's pair to produce one of its inputs (0B0 needs 1B0,
+    // 1F2 needs 0F2): a deadlock that the same actions, run one by one, do not have.
+    CHECK(code("0F0,0F1,(0F2;0B0)OVERLAP_F_B,0B1,0B2\n1F0,1F1,(1F2;1B0)OVERLAP_F_B,1B1,1B2\n") ==
+          verdict_code::deadlock);
+    CHECK(code("0F0,0F1,0F2,0B0,0B1,0B2\n1F0,1F1,1F2,1B0,1B1,1B2\n") == verdict_code::valid);
+    // A communication action inside a pair (read_csv accepts none, a table built in code may
+    // hold one) is kept and refused, not skipped so that the F pairs with the next action.
+    ps::schedule_table t;
+    t.ranks = {{act(0, op::forward, 0, true), act(0, op::send_activation, 0), act(0, op::backward, 1),
+                act(0, op::forward, 1), act(0, op::backward, 0)}};
+    const auto compute = ps::compute_only(t);
+    REQUIRE(compute[0].size() == 5);
+    CHECK(ps::validate(compute).code == verdict_code::not_compute);
 }
 
 TEST_CASE("csv: infer_placement reports custom placements") {

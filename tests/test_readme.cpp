@@ -1,4 +1,5 @@
-// The README's quick start, compiled and run as written (keep the two in step).
+// The README quick start's checks as unit tests; tests/CMakeLists.txt also builds and runs
+// the README block itself.
 #include <doctest/doctest.h>
 
 #include <pipesched/pipesched.hpp>

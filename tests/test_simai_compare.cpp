@@ -105,3 +105,41 @@ TEST_CASE("simai compare: every real workload file") {
 }
 
 } // namespace
+
+namespace {
+/// A workload of `ga` identical one-row microbatch blocks (no iteration, loss or optimizer rows).
+std::string one_row_blocks(std::uint32_t ga) {
+    std::string text = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: " +
+                       std::to_string(ga) +
+                       " all_gpus: 4 checkpoints: 0 checkpoint_initiates: 0 pp_comm: 0\n" + std::to_string(ga) + "\n";
+    for (std::uint32_t k = 0; k < ga; ++k) text += "mlp\t-1\t100\tALLREDUCE\t1024\t100\tNONE\t0\t100\tNONE\t0\t100\n";
+    return text;
+}
+} // namespace
+
+TEST_CASE("simai compare: microbatch labels of many blocks, found by division") {
+    // Row k is microbatch k's block: every step of the row is labelled with microbatch k, in
+    // both sweeps. (The labels were found by a search over the blocks, quadratic in ga: 65,536
+    // blocks took about two minutes; now the tool answers in 1.5 s.)
+    for (const std::uint32_t ga : {1u, 2u, 3u, 64u, 1000u}) {
+        INFO("ga = " << ga);
+        const simai::parse_result r = simai::parse_workload(one_row_blocks(ga));
+        REQUIRE(r);
+        const simai::comparison c = simai::compare(r.value);
+        REQUIRE(c.layout.ga_unrolled());
+        CHECK(c.layout.period == 1);
+        std::size_t forwards = 0;
+        std::size_t backwards = 0;
+        for (const simai::labelled_step& l : c.simai_steps) {
+            if (l.role == simai::meaning::forward) ++forwards;
+            if (l.role == simai::meaning::backward) ++backwards;
+            if (l.role == simai::meaning::forward || l.role == simai::meaning::backward) {
+                CHECK(l.microbatch == l.what.row);
+            }
+        }
+        CHECK(forwards >= ga);
+        CHECK(backwards >= ga);
+        CHECK(c.simai.peak_microbatches_in_flight == ga);
+        CHECK(c.corrected.peak_microbatches_in_flight == 1);
+    }
+}

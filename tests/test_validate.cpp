@@ -119,8 +119,27 @@ TEST_CASE("validate: each error class, with rank and index") {
     }
     SUBCASE("B together with I") {
         const auto v = check({{F(0, 0), I(0, 0), B(0, 0)}});
-        CHECK(v.code == ps::verdict_code::duplicate);
+        CHECK(v.code == ps::verdict_code::mixed_backward);
         CHECK(v.index == 2);
+        CHECK(ps::describe(v) == "mixed_backward: 0B0 at rank 0 index 2 after 0I0: a unit's backward is "
+                                 "either one B, or an I then a W, not both");
+    }
+    SUBCASE("B then W of one unit") {
+        const auto v = check({{F(0, 0), B(0, 0), W(0, 0)}});
+        CHECK(v.code == ps::verdict_code::mixed_backward);
+        CHECK(v.index == 2);
+        CHECK(ps::describe(v) == "mixed_backward: 0W0 at rank 0 index 2 after 0B0: a unit's backward is "
+                                 "either one B, or an I then a W, not both");
+    }
+    SUBCASE("B then I of one unit") {
+        const auto v = check({{F(0, 0), B(0, 0), I(0, 0)}});
+        CHECK(v.code == ps::verdict_code::mixed_backward);
+        CHECK(ps::describe(v).find("0I0 at rank 0 index 2 after 0B0") != std::string::npos);
+    }
+    SUBCASE("a W twice and a B twice are duplicates") {
+        CHECK(check({{F(0, 0), I(0, 0), W(0, 0), W(0, 0)}}).code == ps::verdict_code::duplicate);
+        CHECK(check({{F(0, 0), B(0, 0), B(0, 0)}}).code == ps::verdict_code::duplicate);
+        CHECK(check({{F(0, 0), I(0, 0), I(0, 0)}}).code == ps::verdict_code::duplicate);
     }
     SUBCASE("out of range microbatch") {
         const auto v = check({{F(0, 0), F(0, 5), B(0, 0)}}, 2);

@@ -1,6 +1,7 @@
 // pipesched check
 #include <filesystem>
 
+#include <pipesched/analysis/simulate.hpp>
 #include <pipesched/analysis/validate.hpp>
 #include <pipesched/io/chakra.hpp>
 #include <pipesched/io/chakra_astra.hpp>
@@ -12,9 +13,12 @@
 namespace pipesched::cli {
 namespace {
 
-constexpr std::array<flag_spec, 1> check_flags{{
+constexpr std::array<flag_spec, 3> check_flags{{
     {"microbatches", "M", "microbatches the schedule must cover (default: one past the largest seen)", "",
      false},
+    {"ranks", "P", "ranks the file must have, each running some compute action (default: its lines)", "",
+     false},
+    {"stages", "S", "stages the schedule must cover (default: one past the largest seen)", "", false},
 }};
 
 /// FILE named PREFIX.<rank>.et: the whole set PREFIX.0.et, PREFIX.1.et, ... as ASTRA-sim reads
@@ -51,34 +55,151 @@ int check_chakra(std::string_view path) {
     }
     out.append("invalid: " + c.message + "\n");
     const int status = finish_output(out);
-    return status == exit_ok ? 1 : status;
+    return status == exit_ok ? exit_invalid : status;
 }
 
-int run_check(const parsed_args& args) {
-    const std::string_view path = args.positional();
-    if (path.size() > 3 && path.substr(path.size() - 3) == ".et")
-        return check_chakra(path);
+/// The `invalid: ...` text of a verdict on a file's compute actions. The library's wording,
+/// except where a file can say more: the range an out_of_range action violated, and for a
+/// missing action the rank that runs its stage, or that no rank does.
+std::string invalid_text(const pipesched::verdict& v, std::span<const std::vector<pipesched::action>> compute,
+                         std::uint64_t stages, std::uint32_t microbatches) {
+    if (v.code == pipesched::verdict_code::out_of_range) {
+        return "out_of_range: " + std::string{pipesched::format_action(v.subject).view()} + " at rank " +
+               number_text(v.rank) + " index " + number_text(v.index) + " (stages 0-" + number_text(stages - 1) +
+               ", microbatches 0-" + number_text(microbatches - 1) + ")";
+    }
+    if (v.code == pipesched::verdict_code::missing) {
+        const std::uint32_t stage = v.subject.stage;
+        std::string s = "missing: " + std::string{pipesched::format_action(v.subject).view()} + " never runs (";
+        for (std::size_t r = 0; r < compute.size(); ++r) {
+            for (const pipesched::action& a : compute[r]) {
+                if (a.stage == stage)
+                    return s + "stage " + number_text(stage) + " is on rank " + number_text(r) + ")";
+            }
+        }
+        return s + "no rank runs stage " + number_text(stage) + ")";
+    }
+    return pipesched::describe(v);
+}
+
+/// Lines up to the last one that is not blank: the ranks of the file. Counted before parsing so
+/// that millions of blank lines cannot make millions of empty ranks.
+std::size_t rank_lines(std::string_view text) {
+    std::size_t lines = 0;
+    std::size_t last_nonblank = 0;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        ++lines;
+        const std::size_t newline = text.find('\n', pos);
+        const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
+        std::string_view line = text.substr(pos, end - pos);
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        if (!line.empty())
+            last_nonblank = lines;
+        pos = newline == std::string_view::npos ? text.size() : newline + 1;
+    }
+    return last_nonblank;
+}
+
+int report(output_buffer& out, std::string_view invalid) {
+    out.append("invalid: ");
+    out.append(invalid);
+    out.put('\n');
+    const int status = finish_output(out);
+    return status == exit_ok ? exit_invalid : status;
+}
+
+} // namespace
+
+/// The schedule of a PyTorch CSV file, parsed within the tool's limits (shared by check,
+/// simulate --csv and compare --csv). Usage errors name the file, line and column.
+loaded_csv load_csv(std::string_view path) {
+    loaded_csv in{};
+    in.label = path == "-" ? std::string{"standard input"} : file_label(path);
     const std::string text = read_input(path);
+    if (text.substr(0, 3) == "\xEF\xBB\xBF")
+        fail(in.label + ": line 1, column 1: a UTF-8 byte order mark (BOM); save the file without one");
+    if (const std::size_t lines = rank_lines(text); lines > pipesched::max_ranks) {
+        fail(in.label + ": " + number_text(lines) + " rank lines, more than the limit of " +
+             number_text(pipesched::max_ranks) + " ranks");
+    }
     const pipesched::csv_result parsed = pipesched::read_csv(text);
     if (!parsed)
-        fail(std::string{path} + ": " + pipesched::describe(parsed.error));
-    const pipesched::placement_guess guess = pipesched::infer_placement(parsed.table);
-    const auto compute = pipesched::compute_only(parsed.table);
+        fail(in.label + ": " + pipesched::describe(parsed.error));
+    in.guess = pipesched::infer_placement(parsed.table);
+    in.compute = pipesched::compute_only(parsed.table);
+    for (const auto& rank : in.compute)
+        in.actions += rank.size();
+    return in;
+}
+
+namespace {
+
+int run_check(const parsed_args& args) {
+    if (const std::string_view path = args.positional(); path.size() > 3 && path.substr(path.size() - 3) == ".et")
+        return check_chakra(path);
+    // Flags first: a mistake in them is reported before the file is read.
     const std::uint32_t m = args.count("microbatches").value_or(0);
-    const pipesched::verdict v = pipesched::validate(compute, m);
-    std::size_t actions = 0;
-    for (const auto& rank : compute)
-        actions += rank.size();
-    output_buffer out{stdout};
-    if (v) {
-        out.append("valid: " + number_text(guess.ranks) + " ranks, " + number_text(guess.stages) + " stages, " +
-                   number_text(m != 0 ? m : guess.microbatches) + " microbatches, " + number_text(actions) +
-                   " compute actions, placement " + std::string{pipesched::to_string(guess.layout)} + "\n");
-        return finish_output(out);
+    const std::optional<std::uint32_t> ranks = args.count("ranks");
+    const std::optional<std::uint32_t> stages = args.count("stages");
+    if (ranks && *ranks > pipesched::max_ranks)
+        fail("--ranks must be at most " + number_text(pipesched::max_ranks) + ", got " + number_text(*ranks));
+    if (m > pipesched::max_microbatches) {
+        fail("--microbatches must be at most " + number_text(pipesched::max_microbatches) + ", got " +
+             number_text(m));
     }
-    out.append("invalid: " + pipesched::describe(v) + "\n");
-    const int status = finish_output(out);
-    return status == exit_ok ? 1 : status;
+    if (stages && *stages > max_stages)
+        fail("--stages must be at most " + number_text(max_stages) + ", got " + number_text(*stages));
+
+    const loaded_csv in = load_csv(args.positional());
+    const pipesched::placement_guess& guess = in.guess;
+    output_buffer out{stdout};
+    if (in.actions == 0)
+        return report(out, "no compute action (F, B, I or W) in the file");
+    if (ranks && guess.ranks != *ranks) {
+        return report(out, "the file has " + number_text(guess.ranks) + (guess.ranks == 1 ? " rank" : " ranks") +
+                               ", --ranks says " + number_text(*ranks));
+    }
+    if (ranks) {
+        for (std::size_t r = 0; r < in.compute.size(); ++r) {
+            if (in.compute[r].empty())
+                return report(out, "rank " + number_text(r) + " runs no compute action");
+        }
+    }
+    // Stage numbers the library cannot place (more than ranks x chunks) are out of range here,
+    // before validate() counts stages up to the largest one it sees.
+    const std::uint64_t stage_count = stages ? *stages : std::min<std::uint64_t>(guess.stages, max_stages);
+    const std::uint32_t mb_count = m != 0 ? m : guess.microbatches;
+    for (std::size_t r = 0; r < in.compute.size(); ++r) {
+        for (std::size_t i = 0; i < in.compute[r].size(); ++i) {
+            const pipesched::action& a = in.compute[r][i];
+            if (pipesched::is_compute(a.kind) && a.stage >= stage_count) {
+                pipesched::verdict v{};
+                v.code = pipesched::verdict_code::out_of_range;
+                v.rank = static_cast<std::uint32_t>(r);
+                v.index = static_cast<std::uint32_t>(i);
+                v.subject = a;
+                return report(out, invalid_text(v, in.compute, stage_count, mb_count));
+            }
+        }
+    }
+    const pipesched::verdict v =
+        pipesched::validate(in.compute, m, static_cast<std::uint32_t>(stages.value_or(0)));
+    if (!v)
+        return report(out, invalid_text(v, in.compute, stage_count, mb_count));
+    // Valid: the activations each rank holds at its peak, from the order alone.
+    pipesched::discard_timeline none{};
+    const pipesched::simulation sim = pipesched::simulate(in.compute, pipesched::cost_model{}, none, m);
+    std::string s = "valid: " + number_text(guess.ranks) + " ranks, " + number_text(stage_count) + " stages, " +
+                    number_text(mb_count) + " microbatches, " + number_text(in.actions) +
+                    " compute actions, placement " + std::string{pipesched::to_string(guess.layout)} + "\n";
+    s += "peak activations per rank:";
+    for (const pipesched::rank_summary& r : sim.ranks)
+        s += " " + number_text(r.peak_activations);
+    s += '\n';
+    out.append(s);
+    return finish_output(out);
 }
 
 } // namespace
@@ -86,10 +207,12 @@ int run_check(const parsed_args& args) {
 const command_spec check_command{"check", "validate a schedule read from PyTorch CSV (FILE, or - for standard input)",
      "Reads FILE as torch.distributed.pipelining's schedule CSV (one line per rank, compute and\n"
      "communication actions, empty cells idle) and validates its compute actions: each (stage,\n"
-     "microbatch) has one F and one B (or I and W), in order, each stage on one rank, and no\n"
-     "deadlock when a rank blocks at its next action until its input exists. Prints 'valid: ...'\n"
-     "(exit 0) or 'invalid: <reason>' naming the rank, position and action (exit 1); an unreadable\n"
-     "or malformed file is exit 2 with its line and column.\n"
+     "microbatch) has one F and one B (or I and W), in order, each stage on one rank, overlapped\n"
+     "pairs (F;B)OVERLAP_F_B an F and a B or I of another unit, and no deadlock when a rank blocks\n"
+     "at its next action until its input exists. Prints 'valid: ...' and the peak activations of\n"
+     "each rank (exit 0), or 'invalid: <reason>' naming the rank, position and action (exit 1).\n"
+     "An unreadable or malformed file, or one beyond the limits (64 MiB, 65535 ranks), is exit 2\n"
+     "with its line and column.\n"
      "A FILE named PREFIX.<rank>.et is read as Chakra execution traces instead: every\n"
      "PREFIX.<r>.et from r = 0 is read and checked for what ASTRA-sim needs (unique node ids,\n"
      "existing and acyclic dependencies, typed attributes, each receive matched by one send).",

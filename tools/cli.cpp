@@ -1,11 +1,14 @@
 // Definitions of the tool's shared helpers (cli.hpp).
 #include "cli.hpp"
 
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <stdexcept>
+#include <cstdlib>
+#include <cstring>
 #include <system_error>
 
 namespace pipesched::cli {
@@ -97,6 +100,23 @@ std::string quoted(std::string_view value) {
     if (shown < value.size())
         s += "...";
     s += '\'';
+    return s;
+}
+
+std::string printable(std::string_view text) {
+    constexpr std::string_view hex = "0123456789abcdef";
+    std::string s;
+    s.reserve(text.size());
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7F) {
+            s += "\\x";
+            s += hex[byte >> 4];
+            s += hex[byte & 0xF];
+        } else {
+            s += c;
+        }
+    }
     return s;
 }
 
@@ -206,6 +226,17 @@ std::string schedule_names() {
     return s;
 }
 
+pipesched::placement schedule_layout(pipesched::schedule_id id) {
+    return pipesched::with_schedule(id, pipesched::schedule_options{}, [](const auto& pol) {
+        return std::remove_cvref_t<decltype(pol)>::layout;
+    });
+}
+
+std::uint32_t required_chunks(pipesched::schedule_id id) {
+    // A V placement is two chunks per rank by definition (shape.hpp), the way down and back.
+    return schedule_layout(id) == pipesched::placement::v_shape ? 2 : 1;
+}
+
 schedule_request read_schedule(const parsed_args& args) {
     schedule_request req{};
     const std::string_view name = args.get("schedule").value_or("");
@@ -217,7 +248,8 @@ schedule_request read_schedule(const parsed_args& args) {
     req.id = *id;
     req.options.dims.ranks = args.count("ranks").value_or(1);
     req.options.dims.microbatches = args.count("microbatches").value_or(1);
-    req.options.dims.chunks = args.count("chunks").value_or(1);
+    // --chunks defaults to what the schedule needs: 2 for the V schedules, else 1.
+    req.options.dims.chunks = args.count("chunks").value_or(required_chunks(req.id));
     if (const auto g = args.count("group-size")) {
         if (req.id != pipesched::schedule_id::interleaved_1f1b) {
             fail("--group-size applies only to " +
@@ -244,17 +276,50 @@ schedule_request read_schedule(const parsed_args& args) {
     return req;
 }
 
-/// The whole of a file, or of standard input for "-". Unreadable input is a usage error.
+std::string file_label(std::string_view path) {
+    const bool plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte >= 0x20 && byte < 0x7F && c != '\'' && c != '\\';
+    });
+    return plain ? std::string{path} : quoted(path);
+}
+
+namespace {
+std::string os_reason(int error) {
+    return error != 0 ? std::string{std::strerror(error)} : std::string{"read error"};
+}
+} // namespace
+
 std::string read_input(std::string_view path) {
-    if (path == "-") {
-        return std::string{std::istreambuf_iterator<char>{std::cin}, std::istreambuf_iterator<char>{}};
+    const bool standard_input = path == "-";
+    const std::string name = standard_input ? std::string{"standard input"} : file_label(path);
+    std::FILE* file = standard_input ? stdin : std::fopen(std::string{path}.c_str(), "rb");
+    if (file == nullptr)
+        fail("cannot open " + name + ": " + os_reason(errno));
+    std::string text;
+    std::array<char, 1 << 16> block{};
+    int error = 0;
+    bool too_large = false;
+    for (;;) {
+        errno = 0;
+        const std::size_t n = std::fread(block.data(), 1, block.size(), file);
+        if (text.size() + n > max_input_bytes) {
+            too_large = true;
+            break;
+        }
+        text.append(block.data(), n);
+        if (n < block.size()) {
+            if (std::ferror(file) != 0)
+                error = errno != 0 ? errno : EIO;
+            break;
+        }
     }
-    std::ifstream in{std::string{path}, std::ios::binary};
-    if (!in)
-        fail("cannot open " + quoted(path));
-    std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-    if (in.bad())
-        fail("cannot read " + quoted(path));
+    if (!standard_input)
+        std::fclose(file);
+    if (too_large)
+        fail(name + " is larger than the input limit of " + number_text(max_input_bytes >> 20) + " MiB");
+    if (error != 0)
+        fail("cannot read " + name + ": " + os_reason(error));
     return text;
 }
 
@@ -264,6 +329,7 @@ cost_request read_costs(const parsed_args& args) {
     if (!text)
         return c;
     std::string_view rest = *text;
+    std::array<bool, 5> seen{};
     while (!rest.empty()) {
         const std::size_t comma = rest.find(',');
         const std::string_view item = rest.substr(0, comma);
@@ -273,16 +339,34 @@ cost_request read_costs(const parsed_args& args) {
             fail("--cost: expected KEY=VALUE, got " + quoted(item));
         const std::string_view key = item.substr(0, eq);
         const std::string_view value = item.substr(eq + 1);
+        constexpr std::array<std::string_view, 5> keys{"F", "B", "I", "W", "p2p"};
+        const auto known = std::find(keys.begin(), keys.end(), key);
+        if (known == keys.end())
+            fail("--cost: unknown key " + quoted(key) + " (expected F, B, I, W or p2p)");
+        const auto k = static_cast<std::size_t>(known - keys.begin());
+        if (seen[k])
+            fail("--cost: " + std::string{key} + " given twice in " + quoted(*text));
+        seen[k] = true;
         double x = 0.0;
-        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
-        if (ec != std::errc{} || end != value.data() + value.size() || !(x >= 0.0) || !std::isfinite(x))
+        const char* const last = value.data() + value.size();
+        auto [end, ec] = std::from_chars(value.data(), last, x);
+        if (ec == std::errc::result_out_of_range && end == last) {
+            // Out of range: strtod tells an overflow (HUGE_VAL) from an underflow, which is
+            // accepted as the nearest double (0 or a denormal), as any rounding would be.
+            const std::string copy{value};
+            x = std::strtod(copy.c_str(), nullptr);
+            if (std::isinf(x))
+                fail("--cost: " + std::string{key} + " value " + quoted(value) +
+                     " is too large (the largest finite number is 1.7976931348623157e308)");
+            ec = std::errc{};
+        }
+        if (ec != std::errc{} || end != last || value[0] == '-' || !(x >= 0.0) || !std::isfinite(x))
             fail("--cost: " + std::string{key} + " needs a finite number >= 0, got " + quoted(value));
-        if (key == "F") c.per_rank.forward = x;
-        else if (key == "B") c.per_rank.backward = x;
-        else if (key == "I") c.per_rank.backward_input = x;
-        else if (key == "W") c.per_rank.backward_weight = x;
-        else if (key == "p2p") c.p2p = x;
-        else fail("--cost: unknown key " + quoted(key) + " (expected F, B, I, W or p2p)");
+        if (k == 0) c.per_rank.forward = x;
+        else if (k == 1) c.per_rank.backward = x;
+        else if (k == 2) c.per_rank.backward_input = x;
+        else if (k == 3) c.per_rank.backward_weight = x;
+        else c.p2p = x;
         if (comma != std::string_view::npos && rest.empty())
             fail("--cost: trailing comma in " + quoted(*text));
     }

@@ -24,6 +24,7 @@
 
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/catalog.hpp>
+#include <pipesched/io/csv.hpp>
 #include <pipesched/policy.hpp>
 #include <pipesched/shape.hpp>
 #include <pipesched/version.hpp>
@@ -33,9 +34,12 @@ namespace pipesched::cli {
 inline constexpr std::string_view program_name = "pipesched";
 inline constexpr std::string_view program_version = pipesched::version_string; // include/pipesched/version.hpp
 
+// Exit statuses (documented in `pipesched --help` and the README).
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_output_failed = 1;
-inline constexpr int exit_usage = 2;
+inline constexpr int exit_invalid = 1;  ///< `check` only: the schedule is invalid
+inline constexpr int exit_usage = 2;    ///< usage or input error, or the output could not be written
+inline constexpr int exit_output_failed = exit_usage;
+inline constexpr int exit_internal = 3; ///< a bug in pipesched: please report it
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -121,10 +125,12 @@ struct usage_error {
 [[noreturn]] inline void fail(std::string message) { throw usage_error{std::move(message)}; }
 
 /// A user-supplied value in single quotes, safe to print on one line: control and non-ASCII
-
-/// A user-supplied value in single quotes, safe to print on one line: control and non-ASCII
 /// bytes are escaped and very long values are shortened.
 std::string quoted(std::string_view value);
+
+/// `text` with control bytes (newline, escape, ...) and DEL written as \xNN, other bytes as
+/// they are: for messages and reports that echo file content or names.
+std::string printable(std::string_view text);
 
 // ---------------------------------------------------------------------------------------------
 // Command table and argument parsing
@@ -164,10 +170,11 @@ class parsed_args {
     [[nodiscard]] std::string_view positional() const { return positional_.value_or(""); }
 
     [[nodiscard]] std::string full_name() const;
+    /// " (see 'pipesched NAME --help')", for the end of a usage error.
+    [[nodiscard]] std::string see_help() const;
 
   private:
     [[nodiscard]] const flag_spec* find(std::string_view name) const;
-    [[nodiscard]] std::string see_help() const;
 
     const command_spec* command_;
     std::vector<std::pair<const flag_spec*, std::string_view>> given_;
@@ -192,6 +199,10 @@ struct schedule_request {
 /// "GPipe, 1F1B, ...": every schedule's display name, for error messages.
 std::string schedule_names();
 schedule_request read_schedule(const parsed_args& args);
+/// The stage placement of a schedule.
+pipesched::placement schedule_layout(pipesched::schedule_id id);
+/// The chunks per rank a schedule needs when --chunks is not given: 2 for a V placement, else 1.
+std::uint32_t required_chunks(pipesched::schedule_id id);
 
 /// Throws a usage_error naming the violated constraint if the policy rejects its shape.
 template <pipesched::schedule_policy P>
@@ -221,8 +232,8 @@ inline constexpr std::array<flag_spec, 6> schedule_flags{{
     {"schedule", "NAME", "schedule to generate, see Schedules below", "", true},
     {"ranks", "P", "pipeline ranks, 1..65535", "", true},
     {"microbatches", "M", "microbatches per iteration, 1..65536", "", true},
-    {"chunks", "V", "model chunks per rank, 1..256; above 1 only for multi-chunk schedules", "1",
-     false},
+    {"chunks", "V", "model chunks per rank, 1..256; above 1 only for multi-chunk schedules",
+     "2 where Schedules below says 2, else 1", false},
     {"group-size", "G", "Interleaved1F1B only: microbatches per group",
      "m / max(1, m / p): p when p divides m", false},
     {"backward", "full|split", "backward as one action B, or split into I then W", "full", false},
@@ -237,9 +248,33 @@ inline constexpr flag_spec cost_flag{
 // Input and costs, shared by check, simulate, compare and simai
 // ---------------------------------------------------------------------------------------------
 
-/// The whole of a file, or of standard input for "-". Unreadable input is a usage error.
-std::string read_input(std::string_view path);
+/// Largest input file `check`, `simulate --csv`, `compare --csv` and `simai` read: 64 MiB. A
+/// CSV of that size holds up to about 16 million actions (16 bytes each once parsed), and the
+/// largest AICB workloads are a few MB.
+inline constexpr std::size_t max_input_bytes = std::size_t{64} << 20;
 
+/// The whole of a file, or of standard input for "-", read in blocks up to max_input_bytes.
+/// A file that cannot be opened or read (with the system's reason: a directory, permissions),
+/// or that is larger than the limit (/dev/zero), is a usage error naming it.
+std::string read_input(std::string_view path);
+/// How a file name appears in messages: as given when it is plain printable ASCII without
+/// quotes or backslashes, else quoted().
+std::string file_label(std::string_view path);
+
+
+/// The largest stage number plus one that a schedule can have: ranks x chunks at their limits.
+inline constexpr std::uint32_t max_stages = pipesched::max_ranks * pipesched::max_chunks;
+
+/// A PyTorch CSV schedule as check, simulate --csv and compare --csv use it.
+struct loaded_csv {
+    std::string label;                                ///< the file name for messages
+    pipesched::placement_guess guess;                 ///< ranks, stages, microbatches, placement
+    std::vector<std::vector<pipesched::action>> compute; ///< compute_only(table): pairs kept
+    std::size_t actions = 0;                          ///< entries of `compute`
+};
+/// Reads and parses FILE (or - for standard input) within the limits: max_input_bytes, no
+/// UTF-8 byte order mark, at most max_ranks rank lines. Usage errors name the file and place.
+loaded_csv load_csv(std::string_view path);
 
 /// --cost F=1,B=2,I=1,W=1,p2p=0: the time of one microbatch through one rank's share of the
 /// model; a schedule with v chunks per rank is charged 1/v of it per chunk, so that schedules

@@ -1,24 +1,79 @@
 // pipesched compare
 
+#include <cmath>
+
+#include <pipesched/analysis/validate.hpp>
+
 #include "cli.hpp"
 #include "commands.hpp"
 
 namespace pipesched::cli {
 namespace {
 
-constexpr std::array<flag_spec, 4> compare_flags{{
-    schedule_flags[1], schedule_flags[2],
+constexpr flag_spec optional(flag_spec f) {
+    f.required = false;
+    return f;
+}
+
+constexpr std::array<flag_spec, 5> compare_flags{{
+    optional(schedule_flags[1]), optional(schedule_flags[2]),
     {"chunks", "V", "model chunks per rank for the multi-chunk schedules (single-chunk ones use 1)", "2", false},
+    {"csv", "FILE", "also a schedule read from PyTorch CSV; --ranks and --microbatches default to its shape", "",
+     false},
     cost_flag,
 }};
 
+/// A shape flag within the limits of the event fields (shape.hpp), else a usage error naming it.
+void require_within(std::string_view flag, std::uint32_t value, std::uint32_t limit) {
+    if (value > limit)
+        fail("--" + std::string{flag} + " must be at most " + number_text(limit) + ", got " + number_text(value));
+}
+
 int run_compare(const parsed_args& args) {
-    const std::uint32_t p = args.count("ranks").value_or(1);
-    const std::uint32_t m = args.count("microbatches").value_or(1);
+    const std::optional<std::uint32_t> ranks = args.count("ranks");
+    const std::optional<std::uint32_t> microbatches = args.count("microbatches");
     const std::uint32_t v = args.count("chunks").value_or(2);
     const cost_request costs = read_costs(args);
+    if (!args.get("csv")) {
+        for (const std::string_view flag : {"ranks", "microbatches"}) {
+            if (!args.get(flag))
+                fail("missing required flag --" + std::string{flag} + " (or --csv FILE)" + args.see_help());
+        }
+    }
+    if (ranks)
+        require_within("ranks", *ranks, pipesched::max_ranks);
+    if (microbatches)
+        require_within("microbatches", *microbatches, pipesched::max_microbatches);
+    require_within("chunks", v, pipesched::max_chunks);
+    std::optional<loaded_csv> file;
+    if (const auto path = args.get("csv")) {
+        file = load_csv(*path);
+        if (file->actions == 0)
+            fail(file->label + ": no compute action (F, B, I or W) to compare");
+        if (const pipesched::verdict verdict = pipesched::validate(file->compute); !verdict)
+            fail(file->label + ": invalid schedule: " + pipesched::describe(verdict) + " (see 'pipesched check')");
+        if (ranks && *ranks != file->guess.ranks)
+            fail("--ranks " + number_text(*ranks) + " differs from the " + number_text(file->guess.ranks) +
+                 " ranks of " + file->label);
+        if (microbatches && *microbatches != file->guess.microbatches)
+            fail("--microbatches " + number_text(*microbatches) + " differs from the " +
+                 number_text(file->guess.microbatches) + " microbatches of " + file->label);
+    }
+    const std::uint32_t p = ranks ? *ranks : static_cast<std::uint32_t>(file->guess.ranks);
+    const std::uint32_t m = microbatches ? *microbatches : file->guess.microbatches;
     std::vector<std::array<std::string, 7>> rows;
     rows.push_back({"schedule", "chunks", "bubble", "makespan", "peak max", "peak rank 0", "note"});
+    /// The numbers of one simulated row; false (row left as "-") if the result overflowed.
+    const auto fill = [](std::array<std::string, 7>& row, const pipesched::simulation& sim, std::uint32_t chunks) {
+        if (!sim)
+            fail_simulation(row[0], sim.check); // invalid_cost or time_overflow, naming the --cost key
+        const double per = static_cast<double>(chunks);
+        row[2] = fixed(sim.bubble_fraction);
+        row[3] = fixed(sim.makespan);
+        // In microbatches of one rank's activations: v chunk activations make one.
+        row[4] = fixed(sim.max_peak_activations() / per, 2);
+        row[5] = fixed(sim.ranks[0].peak_activations / per, 2);
+    };
     for (const pipesched::schedule_info& info : pipesched::schedules) {
         pipesched::schedule_options opt{};
         opt.dims = {p, m, info.multi_chunk ? v : 1u};
@@ -30,17 +85,18 @@ int run_compare(const parsed_args& args) {
                 rows.push_back(std::move(row));
                 return;
             }
-            const pipesched::simulation sim = pipesched::simulate(pol, cost_model_for(costs, opt.dims.chunks));
-            if (!sim)
-                fail_simulation(pipesched::display_name(info), sim.check);
-            const double per = static_cast<double>(opt.dims.chunks);
-            row[2] = fixed(sim.bubble_fraction);
-            row[3] = fixed(sim.makespan);
-            // In microbatches of one rank's activations: v chunk activations make one.
-            row[4] = fixed(sim.max_peak_activations() / per, 2);
-            row[5] = fixed(sim.ranks[0].peak_activations / per, 2);
+            fill(row, pipesched::simulate(pol, cost_model_for(costs, opt.dims.chunks)), opt.dims.chunks);
             rows.push_back(std::move(row));
         });
+    }
+    if (file) {
+        const std::uint32_t chunks = file->guess.chunks != 0 ? file->guess.chunks : 1;
+        std::array<std::string, 7> row{file->label, number_text(chunks), "-", "-", "-", "-", ""};
+        pipesched::discard_timeline none{};
+        fill(row, pipesched::simulate(file->compute, cost_model_for(costs, chunks), none), chunks);
+        if (file->guess.chunks == 0)
+            row[6] = "placement custom: costs charged per stage as for one chunk";
+        rows.push_back(std::move(row));
     }
     std::array<std::size_t, 7> width{};
     for (const auto& row : rows)
@@ -71,7 +127,8 @@ int run_compare(const parsed_args& args) {
 const command_spec compare_command{"compare", "bubble, makespan and peak activations of every schedule for one shape",
      "Simulates every schedule that accepts the shape (single-chunk schedules with one chunk) and\n"
      "prints one row each: bubble fraction, makespan, and peak activations in microbatches of one\n"
-     "rank's activations (the maximum over ranks and on rank 0).",
+     "rank's activations (the maximum over ranks and on rank 0). With --csv FILE the file's\n"
+     "schedule is the last row, compared at its own shape.",
      compare_flags, run_compare};
 
 } // namespace pipesched::cli

@@ -1,5 +1,6 @@
 // pipesched demo
 #include <pipesched/action.hpp>
+#include <pipesched/analysis/simulate.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -7,29 +8,11 @@
 namespace pipesched::cli {
 namespace {
 
-/// Largest number of (chunk, microbatch) activations alive at once on any rank: +1 at a
-/// forward, -1 when its backward completes (B, or W of a split backward).
+/// Largest number of chunk activations alive at once on any rank (the library's rule).
 template <pipesched::schedule_policy P> std::uint32_t peak_in_flight(const P& pol) {
-    struct counter {
-        std::uint32_t live = 0;
-        std::uint32_t peak = 0;
-        void push(const pipesched::event& e) {
-            if (e.kind == pipesched::op::forward) {
-                peak = std::max(peak, ++live);
-            } else if ((e.kind == pipesched::op::backward ||
-                        e.kind == pipesched::op::backward_weight) &&
-                       live > 0) {
-                --live;
-            }
-        }
-    };
     std::uint32_t peak = 0;
-    const pipesched::shape s = pol.shape;
-    for (std::uint32_t r = 0; r < s.ranks; ++r) {
-        counter c{};
-        pipesched::emit(pol, r, c);
-        peak = std::max(peak, c.peak);
-    }
+    for (std::uint32_t r = 0; r < pol.shape.ranks; ++r)
+        peak = std::max(peak, pipesched::peak_activations(pol, r));
     return peak;
 }
 

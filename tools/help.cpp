@@ -94,7 +94,8 @@ void append_schedules(std::string& s) {
         s += "  ";
         append_padded(s, info.pytorch_name.empty() ? "-" : info.pytorch_name, w1 + 2);
         append_padded(s, info.name, w2 + 2);
-        append_padded(s, info.multi_chunk ? ">= 1" : "1", 8);
+        const bool v_shape = schedule_layout(info.id) == pipesched::placement::v_shape;
+        append_padded(s, v_shape ? "2" : info.multi_chunk ? ">= 1" : "1", 8);
         bool first = true;
         for (std::string_view alias : info.aliases) {
             if (alias.empty())
@@ -110,11 +111,12 @@ void append_schedules(std::string& s) {
 
 constexpr std::string_view exit_status_text =
     "Exit status:\n"
-    "  0  success\n"
-    "  1  the output could not be written, or an internal error\n"
-    "  2  usage error (unknown command or flag, missing or malformed value, unknown schedule)\n"
-    "     or a shape the schedule rejects; the reason is one line on stderr starting "
-    "'pipesched: '\n";
+    "  0  success (check: the schedule is valid)\n"
+    "  1  check: the schedule is invalid (the reason is printed on stdout)\n"
+    "  2  usage error (unknown command or flag, missing or malformed value, unknown schedule),\n"
+    "     a shape the schedule rejects, an unreadable, malformed or too large input file, or an\n"
+    "     output that could not be written; the reason is one line on stderr starting 'pipesched: '\n"
+    "  3  internal error (a bug in pipesched)\n";
 
 } // namespace
 

@@ -90,7 +90,9 @@ int dispatch(std::span<const std::string_view> args) {
 void report(std::string_view message) {
     std::string line{program_name};
     line += ": ";
-    line += message;
+    // One line whatever the message echoes from a file or the command line: no newline,
+    // escape sequence or other control byte reaches the terminal.
+    line += printable(message);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stderr);
 }
@@ -110,9 +112,9 @@ int main(int argc, char** argv) {
         return exit_usage;
     } catch (const std::exception& e) {
         report(std::string{"internal error: "} + e.what());
-        return exit_output_failed;
+        return exit_internal;
     } catch (...) {
         report("internal error");
-        return exit_output_failed;
+        return exit_internal;
     }
 }

@@ -1,5 +1,5 @@
 // pipesched simai
-#include <pipesched/io/chrome_trace.hpp> // detail::append_json_*
+#include <pipesched/io/json.hpp>
 #include <pipesched/io/simai.hpp>
 #include <pipesched/io/simai_compare.hpp>
 #include <pipesched/simai/analytical_compare.hpp>
@@ -125,21 +125,27 @@ std::string rows_text(const std::vector<std::size_t>& rows) {
     return s;
 }
 
+/// Rows begin..end-1 as "3-7" (a single row as "3-3"), or "none" when there are none.
+std::string row_range(std::size_t begin, std::size_t end) {
+    if (begin >= end)
+        return "none";
+    return number_text(begin) + "-" + number_text(end - 1);
+}
+
 std::string simai_report_text(std::string_view source, const pipesched::simai::workload& w,
                               const pipesched::simai::analytical_comparison& a) {
     const pipesched::simai::comparison& c = a.timeline;
     using pipesched::simai::meaning;
     const auto& st = c.layout;
     std::string s;
-    s += "SimAI workload " + std::string{source} + ": " + w.header.policy + ", tp " +
+    s += "SimAI workload " + std::string{source} + ": " + printable(w.header.policy) + ", tp " +
          number_text(w.header.tp.value_or(1)) + ", pp " + number_text(c.pp) + ", ga " + number_text(c.ga) + ", " +
          number_text(w.rows.size()) + " rows\n";
     if (st.ga_unrolled()) {
-        s += "Rows: iteration-level 0-" + number_text(st.prefix_end == 0 ? 0 : st.prefix_end - 1) + ", " +
-             number_text(st.blocks.size()) + " microbatch blocks of " + number_text(st.period) + " rows (" +
-             number_text(st.body_begin) + "-" + number_text(st.body_end - 1) + "), loss " +
-             number_text(st.loss_begin) + "-" + number_text(st.loss_end - 1) + ", optimizer " +
-             number_text(st.optimizer_begin) + "-" + number_text(st.optimizer_end - 1) + "\n";
+        s += "Rows: iteration-level " + row_range(0, st.prefix_end) + ", " + number_text(st.blocks.size()) +
+             " microbatch blocks of " + number_text(st.period) + " rows (" + row_range(st.body_begin, st.body_end) +
+             "), loss " + row_range(st.loss_begin, st.loss_end) + ", optimizer " +
+             row_range(st.optimizer_begin, st.optimizer_end) + "\n";
     } else {
         s += "Rows: the microbatch rows do not split into ga identical blocks (" +
              number_text(st.errors_total) + " rows do not fit)\n";
@@ -147,7 +153,7 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     // The same AICB quirk repeats in every block: show a few and count the rest.
     constexpr std::size_t notes_shown = 2;
     for (std::size_t k = 0; k < st.warnings.size() && k < notes_shown; ++k)
-        s += "  note: " + st.warnings[k].message + "\n";
+        s += "  note: " + printable(st.warnings[k].message) + "\n";
     if (st.warnings_total > notes_shown)
         s += "  note: ... and " + number_text(st.warnings_total - notes_shown) + " more cost differences between blocks\n";
 
@@ -191,8 +197,12 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     s += "\nProblems with that order:\n";
     if (c.problems.empty())
         s += "  none\n";
-    for (std::size_t k = 0; k < c.problems.size(); ++k)
-        s += "  " + number_text(k + 1) + ". " + c.problems[k].what + " (rows " + rows_text(c.problems[k].rows) + ")\n";
+    for (std::size_t k = 0; k < c.problems.size(); ++k) {
+        s += "  " + number_text(k + 1) + ". " + c.problems[k].what;
+        if (!c.problems[k].rows.empty())
+            s += " (rows " + rows_text(c.problems[k].rows) + ")";
+        s += "\n";
+    }
     s += "  pipesched's iteration rules: " + pipesched::describe(c.simai.check) + "\n";
 
     const auto join = [](const std::vector<std::string>& events) {
@@ -271,39 +281,75 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
 }
 
 void append_order_json(std::string& s, const pipesched::simai::order_report& o) {
-    using pipesched::detail::append_json_number;
-    using pipesched::detail::append_json_string;
+    using pipesched::json::append_number;
+    using pipesched::json::append_string;
     s += "{\"name\":";
-    append_json_string(s, o.name);
+    append_string(s, o.name);
     s += ",\"events\":[";
     for (std::size_t k = 0; k < o.events.size(); ++k) {
         if (k != 0)
             s += ',';
-        append_json_string(s, o.events[k]);
+        append_string(s, o.events[k]);
     }
     s += "],\"peak_microbatches_in_flight\":" + number_text(o.peak_microbatches_in_flight);
     s += std::string{",\"optimizer_before_backward\":"} + (o.optimizer_before_backward ? "true" : "false");
     s += std::string{",\"optimizer_after_all_grad_sync\":"} + (o.optimizer_after_all_grad_sync ? "true" : "false");
     s += ",\"makespan_ns\":";
-    append_json_number(s, o.makespan_ns);
+    append_number(s, o.makespan_ns);
     s += ",\"compute_ns\":";
-    append_json_number(s, o.compute_ns);
+    append_number(s, o.compute_ns);
     s += ",\"exposed_grad_sync_ns\":";
-    append_json_number(s, o.exposed_grad_sync_ns);
+    append_number(s, o.exposed_grad_sync_ns);
     s += ",\"verdict\":";
-    append_json_string(s, pipesched::describe(o.check));
+    append_string(s, pipesched::describe(o.check));
     s += "}";
+}
+
+/// The analysis replays SimAI's pass (linear in the rows) and the corrected order of pp ranks
+/// times ga microbatches; these bound what a small file can ask for.
+constexpr std::uint64_t max_pipeline_units = std::uint64_t{1} << 21;
+
+/// Refuses header values beyond what the analysis can replay, naming the limit, and a
+/// schedule that cannot run the workload's shape, saying why.
+void require_within_limits(std::string_view source, const pipesched::simai::header& h,
+                           pipesched::schedule_id policy) {
+    const std::uint64_t ga = std::max<std::uint64_t>(1, h.ga);
+    const std::uint64_t pp = std::max<std::uint64_t>(1, h.pp);
+    const std::string where = std::string{source} + ": line 1: ";
+    if (ga > pipesched::max_microbatches) {
+        fail(where + "ga " + number_text(ga) + " is above the limit of " + number_text(pipesched::max_microbatches) +
+             " microbatches");
+    }
+    if (pp > pipesched::max_ranks)
+        fail(where + "pp " + number_text(pp) + " is above the limit of " + number_text(pipesched::max_ranks) + " ranks");
+    if (pp * ga > max_pipeline_units) {
+        fail(where + "pp " + number_text(pp) + " x ga " + number_text(ga) + " = " + number_text(pp * ga) +
+             " pipeline units is above the limit of " + number_text(max_pipeline_units) +
+             " that the corrected order is replayed for");
+    }
+    pipesched::schedule_options options{};
+    options.dims = {static_cast<std::uint32_t>(pp), static_cast<std::uint32_t>(ga), 1};
+    pipesched::with_schedule(policy, options, [&](const auto& pol) {
+        if (const pipesched::shape_check c = pol.check(); !c) {
+            fail("--schedule " + std::string{pipesched::display_name(pipesched::info(policy))} +
+                 " cannot run this workload (pp " + number_text(pp) + ", ga " + number_text(ga) +
+                 ", one chunk per rank): " + std::string{c.message});
+        }
+    });
 }
 
 } // namespace
 
 std::string simai_report(std::string_view source, std::string_view text, pipesched::schedule_id policy,
                          std::string_view format, const pipesched::simai::analytical_options& network) {
+    if (text.substr(0, 3) == "\xEF\xBB\xBF")
+        fail(std::string{source} + ": line 1, column 1: a UTF-8 byte order mark (BOM); save the file without one");
     const pipesched::simai::parse_result parsed = pipesched::simai::parse_workload(text);
     if (!parsed) {
         const auto& e = *parsed.error;
         fail(std::string{source} + ": " + e.to_string());
     }
+    require_within_limits(source, parsed.value.header, policy);
     const pipesched::simai::analytical_comparison_result analysed =
         pipesched::simai::compare_analytical(parsed.value, policy, network);
     if (!analysed)
@@ -330,7 +376,7 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
             if (k != 0)
                 s += ',';
             s += "{\"what\":";
-            pipesched::detail::append_json_string(s, c.problems[k].what);
+            pipesched::json::append_string(s, c.problems[k].what);
             s += ",\"rows\":[";
             for (std::size_t r = 0; r < c.problems[k].rows.size(); ++r)
                 s += (r == 0 ? "" : ",") + number_text(c.problems[k].rows[r]);
@@ -379,7 +425,8 @@ int run_simai(const parsed_args& args) {
     const pipesched::simai::analytical_options network = read_network(args);
     const std::string_view path = args.positional();
     output_buffer out{stdout};
-    out.append(simai_report(path, read_input(path), policy, format, network));
+    out.append(simai_report(path == "-" ? std::string{"standard input"} : file_label(path), read_input(path), policy,
+                            format, network));
     return finish_output(out);
 }
 

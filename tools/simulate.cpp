@@ -1,6 +1,7 @@
 // pipesched simulate
 #include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/io/chrome_trace.hpp>
+#include <pipesched/io/json.hpp>
 #include <pipesched/io/terminal_timeline.hpp>
 #include <pipesched/iteration.hpp>
 
@@ -10,8 +11,16 @@
 namespace pipesched::cli {
 namespace {
 
-constexpr std::array<flag_spec, 10> simulate_flags{{
-    schedule_flags[0], schedule_flags[1], schedule_flags[2], schedule_flags[3], schedule_flags[4], schedule_flags[5],
+/// schedule_flags, not required: --csv FILE replaces them.
+constexpr flag_spec optional(flag_spec f) {
+    f.required = false;
+    return f;
+}
+
+constexpr std::array<flag_spec, 11> simulate_flags{{
+    optional(schedule_flags[0]), optional(schedule_flags[1]), optional(schedule_flags[2]), schedule_flags[3],
+    schedule_flags[4], schedule_flags[5],
+    {"csv", "FILE", "replay this PyTorch CSV schedule (- for standard input) instead of --schedule", "", false},
     cost_flag,
     {"fill-w", "", "a rank that would idle runs its next ready W instead", "", false},
     {"format", "text|json|chrome", "timeline and summary, summary as JSON, or a Chrome/Perfetto trace", "text",
@@ -20,17 +29,27 @@ constexpr std::array<flag_spec, 10> simulate_flags{{
      false},
 }};
 
-template <pipesched::schedule_policy P>
-void append_summary_json(std::string& s, const P& pol, const pipesched::simulation& sim) {
-    const pipesched::shape dims = pol.shape;
+struct summary_head {
+    std::string_view schedule; ///< the library's name, or "csv"
+    std::string file;          ///< --csv only
+    std::uint32_t ranks = 0;
+    std::uint32_t microbatches = 0;
+    std::uint32_t chunks = 0;
+};
+
+void append_summary_json(std::string& s, const summary_head& head, const pipesched::simulation& sim) {
     s += "{\"schedule\":";
-    pipesched::detail::append_json_string(s, P::name);
-    s += ",\"ranks\":" + number_text(dims.ranks) + ",\"microbatches\":" + number_text(dims.microbatches) +
-         ",\"chunks\":" + number_text(dims.chunks);
+    pipesched::json::append_string(s, head.schedule);
+    if (!head.file.empty()) {
+        s += ",\"file\":";
+        pipesched::json::append_string(s, head.file);
+    }
+    s += ",\"ranks\":" + number_text(head.ranks) + ",\"microbatches\":" + number_text(head.microbatches) +
+         ",\"chunks\":" + number_text(head.chunks);
     s += ",\"makespan\":";
-    pipesched::detail::append_json_number(s, sim.makespan);
+    pipesched::json::append_number(s, sim.makespan);
     s += ",\"bubble_fraction\":";
-    pipesched::detail::append_json_number(s, sim.bubble_fraction);
+    pipesched::json::append_number(s, sim.bubble_fraction);
     const auto list = [&](std::string_view name, auto field) {
         s += ",\"";
         s += name;
@@ -43,58 +62,162 @@ void append_summary_json(std::string& s, const P& pol, const pipesched::simulati
         s += ']';
     };
     list("peak_activations", [&](const pipesched::rank_summary& r) { s += number_text(r.peak_activations); });
-    list("busy", [&](const pipesched::rank_summary& r) { pipesched::detail::append_json_number(s, r.busy); });
-    list("idle", [&](const pipesched::rank_summary& r) { pipesched::detail::append_json_number(s, r.idle); });
+    list("busy", [&](const pipesched::rank_summary& r) { pipesched::json::append_number(s, r.busy); });
+    list("idle", [&](const pipesched::rank_summary& r) { pipesched::json::append_number(s, r.idle); });
     s += "}";
 }
 
+/// The text format: timeline, then the summary line.
+std::string summary_text(const std::string& title, std::span<const pipesched::timed_action> records,
+                         const pipesched::simulation& sim) {
+    std::string s = title + "\n";
+    s += pipesched::render_terminal_timeline(records, {});
+    s += "makespan " + fixed(sim.makespan) + ", bubble fraction " + fixed(sim.bubble_fraction) +
+         ", peak activations per rank:";
+    for (const auto& r : sim.ranks)
+        s += " " + number_text(r.peak_activations);
+    s += "\n";
+    return s;
+}
+
+/// Hands the pieces of a streamed trace to the output buffer.
+struct to_output {
+    output_buffer* out;
+    void operator()(std::string_view piece) const { out->append(piece); }
+};
+
+/// A simulation the library refused although validation passed: costs that are not usable or
+/// whose sums overflow name the --cost key (fail_simulation); anything else says why.
+[[noreturn]] void refused(std::string_view schedule, const pipesched::verdict& check) {
+    if (check.code == pipesched::verdict_code::invalid_cost || check.code == pipesched::verdict_code::time_overflow)
+        fail_simulation(schedule, check);
+    fail("cannot simulate " + std::string{schedule} + ": " + pipesched::describe(check));
+}
+
+/// Refuses a result that is not a finite number: costs whose sum overflows a double.
+void require_finite(const pipesched::simulation& sim) {
+    if (!std::isfinite(sim.makespan) || !std::isfinite(sim.bubble_fraction))
+        fail("--cost: the simulated times overflow (the makespan exceeds 1.7976931348623157e308); use smaller costs");
+}
+
+int run_simulate_csv(const parsed_args& args, std::string_view format, const cost_request& costs) {
+    for (const std::string_view flag : {"schedule", "ranks", "microbatches", "chunks", "group-size", "backward"}) {
+        if (args.get(flag))
+            fail("--" + std::string{flag} + " does not apply with --csv: the file gives the schedule");
+    }
+    if (args.get("fill-w"))
+        fail("--fill-w does not apply with --csv: the file gives the order of every W");
+    if (args.get("iteration"))
+        fail("--iteration does not apply with --csv: a CSV holds one schedule, not an iteration");
+    const loaded_csv in = load_csv(*args.get("csv"));
+    if (in.actions == 0)
+        fail(in.label + ": no compute action (F, B, I or W) to simulate");
+    // Costs are per microbatch of one rank's layers: a file with v stages per rank charges
+    // 1/v of them per stage, as for a library schedule.
+    const std::uint32_t chunks = in.guess.chunks != 0 ? in.guess.chunks : 1;
+    const pipesched::cost_model model = cost_model_for(costs, chunks);
+    const std::string title = in.label + " p=" + number_text(in.guess.ranks) + " m=" +
+                              number_text(in.guess.microbatches) + " stages=" + number_text(in.guess.stages);
+    // Validate first: an invalid file is a usage error here (check says more about it).
+    if (const pipesched::verdict v = pipesched::validate(in.compute); !v)
+        fail(in.label + ": invalid schedule: " + pipesched::describe(v) + " (see 'pipesched check')");
+    output_buffer out{stdout};
+    if (format == "chrome") {
+        std::vector<std::uint32_t> owner(static_cast<std::size_t>(in.guess.stages), pipesched::chrome_trace_stream<to_output>::no_owner);
+        for (std::size_t r = 0; r < in.compute.size(); ++r)
+            for (const pipesched::action& a : in.compute[r])
+                owner[a.stage] = static_cast<std::uint32_t>(r);
+        pipesched::trace_options options{};
+        options.process_name = title;
+        pipesched::chrome_trace_stream<to_output> trace{to_output{&out}, std::move(owner),
+                                                        static_cast<std::uint32_t>(in.guess.ranks), options};
+        const pipesched::simulation sim = pipesched::simulate(in.compute, model, trace);
+        if (!sim)
+            refused(in.label, sim.check);
+        trace.finish();
+        return finish_output(out);
+    }
+    pipesched::chrome_trace_sink records;
+    pipesched::discard_timeline none{};
+    const pipesched::simulation sim =
+        format == "text" ? pipesched::simulate(in.compute, model, records) : pipesched::simulate(in.compute, model, none);
+    if (!sim)
+        refused(in.label, sim.check);
+    require_finite(sim);
+    std::string s;
+    if (format == "json") {
+        append_summary_json(s, {"csv", std::string{*args.get("csv")}, static_cast<std::uint32_t>(in.guess.ranks),
+                                in.guess.microbatches, in.guess.chunks}, sim);
+        s += '\n';
+    } else {
+        s = summary_text(title, records.records(), sim);
+    }
+    out.append(s);
+    return finish_output(out);
+}
+
 int run_simulate(const parsed_args& args) {
-    const schedule_request req = read_schedule(args);
     const cost_request costs = read_costs(args);
     const std::string format = format_choice(args, {"text", "json", "chrome"});
+    if (args.get("iteration") && format != "chrome")
+        fail("--iteration applies only to --format chrome, not to " + format);
+    if (args.get("csv"))
+        return run_simulate_csv(args, format, costs);
+    for (const std::string_view flag : {"schedule", "ranks", "microbatches"}) {
+        if (!args.get(flag))
+            fail("missing required flag --" + std::string{flag} + " (or --csv FILE)" + args.see_help());
+    }
+    const schedule_request req = read_schedule(args);
     return pipesched::with_schedule(req.id, req.options, [&](const auto& pol) -> int {
+        using policy = std::remove_cvref_t<decltype(pol)>;
         require_valid_shape(pol, req);
+        const std::string_view name = pipesched::display_name(pipesched::info(req.id));
         pipesched::cost_model model = cost_model_for(costs, pol.shape.chunks);
         model.fill_with_weight = args.get("fill-w").has_value();
-        pipesched::chrome_trace_sink records;
-        const pipesched::simulation sim = pipesched::simulate(pol, model, records);
-        if (!sim)
-            fail_simulation(pipesched::display_name(pipesched::info(req.id)), sim.check);
         output_buffer out{stdout};
-        std::string s;
         const std::string title = std::string{pipesched::display_name(pipesched::info(req.id))} + " p=" +
                                   number_text(pol.shape.ranks) + " m=" + number_text(pol.shape.microbatches) +
                                   " v=" + number_text(pol.shape.chunks);
         if (format == "chrome") {
+            // Streamed: written as the replay produces it, whatever its size.
             pipesched::trace_options options{};
             options.process_name = title;
             if (args.get("iteration")) {
                 // The same schedule inside one iteration with Megatron's defaults, replayed with
                 // the same compute costs (communication free: the trace shows where it lands).
+                options.process_name = title + " (one iteration)";
+                pipesched::chrome_trace_stream<to_output> trace{to_output{&out}, policy::layout, pol.shape, options};
                 pipesched::iteration_cost_model it_costs{};
                 it_costs.compute = model;
-                pipesched::chrome_trace_sink full;
-                pipesched::as_timed_actions<pipesched::chrome_trace_sink> adapter{
-                    &full, std::remove_cvref_t<decltype(pol)>::layout, pol.shape.ranks};
-                const auto it_sim = pipesched::simulate(pipesched::iteration{pol}, it_costs, adapter);
-                if (!it_sim.replayed)
-                    fail_simulation(pipesched::display_name(pipesched::info(req.id)), it_sim.check);
-                options.process_name = title + " (one iteration)";
-                s = full.str(options);
+                pipesched::as_timed_actions<pipesched::chrome_trace_stream<to_output>> adapter{
+                    &trace, policy::layout, pol.shape.ranks};
+                const pipesched::iteration_simulation sim = pipesched::simulate(pipesched::iteration{pol}, it_costs, adapter);
+                if (!sim.check)
+                    refused(name, sim.check);
+                trace.finish();
             } else {
-                s = records.str(options);
+                pipesched::chrome_trace_stream<to_output> trace{to_output{&out}, policy::layout, pol.shape, options};
+                const pipesched::simulation sim = pipesched::simulate(pol, model, trace);
+                if (!sim)
+                    refused(name, sim.check);
+                trace.finish();
             }
-        } else if (format == "json") {
-            append_summary_json(s, pol, sim);
+            return finish_output(out);
+        }
+        pipesched::chrome_trace_sink records;
+        pipesched::discard_timeline none{};
+        // The summary alone needs no records.
+        const pipesched::simulation sim =
+            format == "text" ? pipesched::simulate(pol, model, records) : pipesched::simulate(pol, model, none);
+        if (!sim)
+            refused(name, sim.check);
+        require_finite(sim);
+        std::string s;
+        if (format == "json") {
+            append_summary_json(s, {policy::name, {}, pol.shape.ranks, pol.shape.microbatches, pol.shape.chunks}, sim);
             s += '\n';
         } else {
-            s += title + "\n";
-            s += pipesched::render_terminal_timeline(records.records(), {});
-            s += "makespan " + fixed(sim.makespan) + ", bubble fraction " + fixed(sim.bubble_fraction) +
-                 ", peak activations per rank:";
-            for (const auto& r : sim.ranks)
-                s += " " + number_text(r.peak_activations);
-            s += "\n";
+            s = summary_text(title, records.records(), sim);
         }
         out.append(s);
         return finish_output(out);
@@ -104,9 +227,10 @@ int run_simulate(const parsed_args& args) {
 } // namespace
 
 const command_spec simulate_command{"simulate", "replay a schedule on a cost model: timeline, summary JSON or Chrome trace",
-     "Replays the schedule with the given costs. text: a timeline (one row per rank, '.' idle) and\n"
-     "the summary; json: {makespan, bubble_fraction, peak_activations, busy, idle} per rank;\n"
-     "chrome: trace-event JSON for ui.perfetto.dev or chrome://tracing.",
+     "Replays the schedule (or, with --csv FILE, a schedule read from PyTorch CSV) with the given\n"
+     "costs. text: a timeline (one row per rank, '.' idle) and the summary; json: {makespan,\n"
+     "bubble_fraction, peak_activations, busy, idle} per rank; chrome: trace-event JSON for\n"
+     "ui.perfetto.dev or chrome://tracing, written as it is produced.",
      simulate_flags, run_simulate};
 
 } // namespace pipesched::cli

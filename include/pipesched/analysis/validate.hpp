@@ -47,7 +47,7 @@ enum class verdict_code : std::uint8_t {
     invalid_shape,           ///< the policy rejects its shape (see check().message)
     not_compute,             ///< an op other than F, B, I, W in a compute schedule
     out_of_range,            ///< stage or microbatch outside the shape
-    duplicate,               ///< the same action twice, or B together with I/W for one unit
+    duplicate,               ///< the same action twice
     missing,                 ///< an F, B, I or W that never runs
     backward_before_forward, ///< B or I of a unit before its F
     weight_before_input,     ///< W of a unit before its I
@@ -69,6 +69,8 @@ enum class verdict_code : std::uint8_t {
     // Cost-model replays (simulate):
     invalid_cost,  ///< a duration or latency is negative, NaN or infinite (verdict::cost)
     time_overflow, ///< finite costs add up beyond the largest double: the action that overflowed
+    // Added after the others so that existing codes keep their values:
+    mixed_backward, ///< one unit's backward run both as B and as I/W (B then I or W, I then B)
 };
 
 [[nodiscard]] constexpr std::string_view to_string(verdict_code c) noexcept {
@@ -96,6 +98,7 @@ enum class verdict_code : std::uint8_t {
     case verdict_code::malformed_overlap: return "malformed_overlap";
     case verdict_code::invalid_cost: return "invalid_cost";
     case verdict_code::time_overflow: return "time_overflow";
+    case verdict_code::mixed_backward: return "mixed_backward";
     }
     return "?";
 }
@@ -264,14 +267,15 @@ private:
             return false;
         case op::backward:
         case op::backward_input: {
-            if (b & (seen_b | seen_i)) return error(verdict_code::duplicate);
-            if (a.kind == op::backward && (b & seen_w)) return error(verdict_code::duplicate);
+            if (b & (a.kind == op::backward ? seen_b : seen_i)) return error(verdict_code::duplicate);
+            if (b & (seen_b | seen_i | seen_w)) return error(verdict_code::mixed_backward);
             if (!(b & seen_f)) return error(verdict_code::backward_before_forward);
             b |= a.kind == op::backward ? seen_b : seen_i;
             return false;
         }
         case op::backward_weight:
-            if (b & (seen_w | seen_b)) return error(verdict_code::duplicate);
+            if (b & seen_w) return error(verdict_code::duplicate);
+            if (b & seen_b) return error(verdict_code::mixed_backward);
             if (!(b & seen_i)) return error(verdict_code::weight_before_input);
             b |= seen_w;
             return false;
@@ -670,6 +674,14 @@ namespace detail {
     case verdict_code::not_compute:
         return out + ": rank " + std::to_string(v.rank) + " index " + std::to_string(v.index) +
                " is " + std::string{to_string(v.subject.kind)} + ", not F, B, I or W";
+    case verdict_code::mixed_backward: {
+        // record() reports the second of the two: after a B, an I or W; after an I, a B.
+        action earlier = v.subject;
+        earlier.kind = v.subject.kind == op::backward ? op::backward_input : op::backward;
+        return out + ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
+               std::to_string(v.index) + " after " + text(earlier) +
+               ": a unit's backward is either one B, or an I then a W, not both";
+    }
     case verdict_code::malformed_overlap:
         return out + ": an overlapped pair must be an F and then a B or I of another unit; rank " +
                std::to_string(v.rank) + " index " + std::to_string(v.index) + " is " +

@@ -26,9 +26,9 @@
 // Stage owners and chunks are read off the records (see io/detail/timeline_layout.hpp).
 //
 // Output is deterministic: metadata, then complete events track by track in time order, then
-// flows in the order of their consumers. Numbers are the shortest decimal text that reads
-// back to the same double; a non-finite time is written as 0. Strings are JSON-escaped; the
-// process name is copied as bytes, so it must be UTF-8.
+// flows in the order of their consumers. Numbers and strings are written by io/json.hpp: the
+// shortest decimal text that reads back to the same double (a non-finite time as null), strings
+// JSON-escaped; the process name is copied as bytes, so it must be UTF-8.
 #pragma once
 
 #include <algorithm>
@@ -50,6 +50,7 @@
 #include "detail/timeline_layout.hpp"
 #include "../event.hpp"
 #include "../action.hpp"
+#include "json.hpp"
 
 namespace pipesched {
 
@@ -91,54 +92,10 @@ struct trace_options {
 
 namespace detail {
 
-inline void append_json_string(std::string& out, std::string_view s) {
-    static constexpr std::string_view hex = "0123456789abcdef";
-    out += '"';
-    for (const char c : s) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default: {
-            const auto u = static_cast<unsigned char>(c);
-            if (u < 0x20) {
-                out += "\\u00";
-                out += hex[u >> 4];
-                out += hex[u & 0xF];
-            } else {
-                out += c;
-            }
-        }
-        }
-    }
-    out += '"';
-}
-
-inline void append_json_number(std::string& out, std::uint64_t n) {
-    std::array<char, 24> buf{};
-    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), n);
-    out.append(buf.data(), r.ptr);
-}
-
-/// Shortest round-trip text in fixed notation. JSON has no inf or nan: those are written as
-/// null, never as a number they are not (the replays report overflow as an error instead).
-inline void append_json_number(std::string& out, double x) {
-    if (!std::isfinite(x)) {
-        out += "null";
-        return;
-    }
-    std::array<char, 400> buf{}; // enough for any double in fixed notation
-    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), x, std::chars_format::fixed);
-    if (r.ec != std::errc{}) {
-        out += "null";
-        return;
-    }
-    out.append(buf.data(), r.ptr);
-}
+// The JSON text itself is io/json.hpp's; these names stay for code written against them.
+inline void append_json_string(std::string& out, std::string_view s) { json::append_string(out, s); }
+inline void append_json_number(std::string& out, std::uint64_t n) { json::append_number(out, n); }
+inline void append_json_number(std::string& out, double x) { json::append_number(out, x); }
 
 /// `0F1` for compute ops, `grad_sync s3 mb0` for the rest.
 [[nodiscard]] inline std::string trace_event_name(const action& a) {
@@ -372,5 +329,199 @@ private:
 };
 
 static_assert(timeline_sink<chrome_trace_sink>);
+
+/// A timeline sink that writes the trace as records arrive, in memory independent of the
+/// trace's length (a 64 KiB buffer and a few bytes per rank and stage): for traces too large
+/// to keep, such as `pipesched simulate --format chrome` of a thousand ranks. `write` is any
+/// callable taking a std::string_view, called with pieces of the JSON text in order; call
+/// finish() once the simulation has run to close the JSON.
+///
+/// The file holds the same slices, tracks and metadata as write_chrome_trace's, in arrival
+/// order rather than track by track (trace viewers sort by time themselves). Since stage owners
+/// cannot be read off records not yet seen, they are given: by a placement and shape, or per
+/// stage. A flow is written as its producer arrives (its "s" point) and its consumer arrives
+/// (its "f" point), with an id computed from the producing unit, 2 * (stage * 65536 +
+/// microbatch) + 1 for activations and + 2 for gradients, instead of consecutive numbers.
+template <class Write>
+class chrome_trace_stream {
+public:
+    /// A stage_owner entry for a stage that no rank runs.
+    static constexpr std::uint32_t no_owner = detail::no_owner;
+
+    /// Stages placed by a policy's placement and shape.
+    chrome_trace_stream(Write write, placement layout, shape dims, const trace_options& options = {})
+        : chrome_trace_stream(std::move(write), owners_of(layout, dims), dims.ranks, options) {}
+
+    /// Stage s runs on rank stage_owner[s] (no_owner: on none), for example as
+    /// infer_placement() reads it from a CSV file; `ranks` tracks are drawn.
+    chrome_trace_stream(Write write, std::vector<std::uint32_t> stage_owner, std::uint32_t ranks,
+                        const trace_options& options = {})
+        : write_{std::move(write)}, options_{options}, owner_{std::move(stage_owner)},
+          chunk_(owner_.size(), 0), used_(std::size_t{ranks} * 3, 0), ranks_{ranks},
+          scale_{std::isfinite(options.microseconds_per_unit) && options.microseconds_per_unit > 0.0
+                     ? options.microseconds_per_unit
+                     : trace_options{}.microseconds_per_unit} {
+        std::vector<std::uint32_t> count(ranks, 0);
+        for (std::size_t s = 0; s < owner_.size(); ++s) {
+            if (owner_[s] < ranks) chunk_[s] = count[owner_[s]]++;
+        }
+        buf_.reserve(flush_at + 512);
+        buf_ += "{\"traceEvents\":[\n";
+        metadata("process_name", 0, "name", &options_.process_name, 0);
+        for (std::uint32_t r = 0; r < ranks_; ++r) track_metadata(r, trace_track::compute);
+    }
+    chrome_trace_stream(const chrome_trace_stream&) = delete;
+    chrome_trace_stream& operator=(const chrome_trace_stream&) = delete;
+
+    void push(const timed_action& t) {
+        const trace_track track = track_of(t.what.kind);
+        if (t.rank < ranks_ && track != trace_track::compute) {
+            std::uint8_t& used = used_[std::size_t{t.rank} * 3 + static_cast<std::uint8_t>(track)];
+            if (used == 0) track_metadata(t.rank, track);
+            used = 1;
+        }
+        slice(t);
+        if (!options_.flows) return;
+        const action& a = t.what;
+        const bool gradient = a.kind == op::backward || a.kind == op::backward_input;
+        if (a.kind != op::forward && !gradient) return;
+        // As a producer: the neighbouring stage consumes it.
+        const std::uint64_t next = gradient ? std::uint64_t{a.stage} - 1 : std::uint64_t{a.stage} + 1;
+        if ((gradient ? a.stage > 0 : true) && on_other_rank(next, t.rank)) {
+            flow_point(true, flow_id(a.stage, a.microbatch, gradient), t, gradient);
+        }
+        // As a consumer: the neighbouring stage produced its input.
+        const std::uint64_t previous = gradient ? std::uint64_t{a.stage} + 1 : std::uint64_t{a.stage} - 1;
+        if ((gradient ? true : a.stage > 0) && on_other_rank(previous, t.rank)) {
+            flow_point(false, flow_id(static_cast<std::uint32_t>(previous), a.microbatch, gradient), t, gradient);
+        }
+    }
+
+    /// Closes the JSON and hands the rest of the text to `write`. Only the first call writes.
+    void finish() {
+        if (finished_) return;
+        finished_ = true;
+        buf_ += "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"generator\":\"pipesched\","
+                "\"microseconds_per_unit\":";
+        detail::append_json_number(buf_, scale_);
+        buf_ += "}}\n";
+        flush();
+    }
+
+private:
+    static constexpr std::size_t flush_at = std::size_t{1} << 16;
+
+    [[nodiscard]] static std::vector<std::uint32_t> owners_of(placement layout, shape dims) {
+        std::vector<std::uint32_t> owner(std::size_t{dims.ranks} * dims.chunks);
+        for (std::uint32_t s = 0; s < owner.size(); ++s) owner[s] = locate_stage(layout, dims.ranks, s).rank;
+        return owner;
+    }
+    [[nodiscard]] bool on_other_rank(std::uint64_t stage, std::uint32_t rank) const noexcept {
+        return stage < owner_.size() && owner_[stage] != detail::no_owner && owner_[stage] != rank;
+    }
+    [[nodiscard]] static std::uint64_t flow_id(std::uint32_t producer_stage, std::uint32_t microbatch,
+                                               bool gradient) noexcept {
+        return 2 * (std::uint64_t{producer_stage} * max_microbatches + microbatch) + (gradient ? 2 : 1);
+    }
+
+    void flush() {
+        write_(std::string_view{buf_});
+        buf_.clear();
+    }
+    void begin_event() {
+        if (!first_) buf_ += ",\n";
+        first_ = false;
+        buf_ += '{';
+    }
+    void end_event() {
+        buf_ += '}';
+        if (buf_.size() >= flush_at) flush();
+    }
+    void field(std::string_view key) {
+        buf_ += ",\"";
+        buf_ += key;
+        buf_ += "\":";
+    }
+    void pid_tid(std::uint64_t thread) {
+        field("pid");
+        detail::append_json_number(buf_, std::uint64_t{options_.pid});
+        field("tid");
+        detail::append_json_number(buf_, thread);
+    }
+    void metadata(std::string_view name, std::uint64_t thread, std::string_view arg, const std::string* text,
+                  std::uint64_t number) {
+        begin_event();
+        buf_ += "\"name\":";
+        detail::append_json_string(buf_, name);
+        buf_ += ",\"ph\":\"M\"";
+        pid_tid(thread);
+        buf_ += ",\"args\":{";
+        detail::append_json_string(buf_, arg);
+        buf_ += ':';
+        if (text != nullptr) detail::append_json_string(buf_, *text);
+        else detail::append_json_number(buf_, number);
+        buf_ += '}';
+        end_event();
+    }
+    void track_metadata(std::uint32_t rank, trace_track track) {
+        static constexpr std::array<std::string_view, 3> suffix{"", " communication", " iteration"};
+        const auto k = static_cast<std::uint8_t>(track);
+        const std::uint64_t thread = trace_tid(track, rank, ranks_);
+        const std::string name = "rank " + std::to_string(rank) + std::string{suffix[k]};
+        metadata("thread_name", thread, "name", &name, 0);
+        metadata("thread_sort_index", thread, "sort_index", nullptr, std::uint64_t{rank} * 3 + k);
+    }
+    [[nodiscard]] double ts(const timed_action& t) const noexcept { return t.start * scale_; }
+    [[nodiscard]] double dur(const timed_action& t) const noexcept { return (t.end - t.start) * scale_; }
+
+    void slice(const timed_action& t) {
+        begin_event();
+        buf_ += "\"name\":";
+        detail::append_json_string(buf_, detail::trace_event_name(t.what));
+        buf_ += ",\"cat\":";
+        detail::append_json_string(buf_, trace_category(t.what.kind));
+        buf_ += ",\"ph\":\"X\"";
+        field("ts");
+        detail::append_json_number(buf_, ts(t));
+        field("dur");
+        detail::append_json_number(buf_, dur(t));
+        pid_tid(trace_tid(track_of(t.what.kind), t.rank, ranks_));
+        buf_ += ",\"args\":{\"stage\":";
+        detail::append_json_number(buf_, std::uint64_t{t.what.stage});
+        buf_ += ",\"chunk\":";
+        detail::append_json_number(buf_, std::uint64_t{t.what.stage < chunk_.size() ? chunk_[t.what.stage] : 0});
+        buf_ += ",\"microbatch\":";
+        detail::append_json_number(buf_, std::uint64_t{t.what.microbatch});
+        buf_ += ",\"rank\":";
+        detail::append_json_number(buf_, std::uint64_t{t.rank});
+        buf_ += '}';
+        end_event();
+    }
+    void flow_point(bool start, std::uint64_t id, const timed_action& t, bool gradient) {
+        const double d = dur(t);
+        const double inset = std::min(1.0, d > 0.0 ? d / 2 : 0.0);
+        begin_event();
+        buf_ += gradient ? "\"name\":\"gradient\"" : "\"name\":\"activation\"";
+        buf_ += ",\"cat\":\"dependency\"";
+        buf_ += start ? ",\"ph\":\"s\"" : ",\"ph\":\"f\",\"bp\":\"e\"";
+        field("id");
+        detail::append_json_number(buf_, id);
+        field("ts");
+        detail::append_json_number(buf_, start ? ts(t) + d - inset : ts(t) + inset);
+        pid_tid(trace_tid(track_of(t.what.kind), t.rank, ranks_));
+        end_event();
+    }
+
+    Write write_;
+    trace_options options_;
+    std::vector<std::uint32_t> owner_;
+    std::vector<std::uint32_t> chunk_;
+    std::vector<std::uint8_t> used_;
+    std::uint32_t ranks_;
+    double scale_;
+    std::string buf_;
+    bool first_ = true;
+    bool finished_ = false;
+};
 
 } // namespace pipesched

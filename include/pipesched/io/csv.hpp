@@ -280,15 +280,18 @@ inline void check_writable(const action& a, std::size_t rank, std::size_t index)
     return out;
 }
 
-/// The compute actions (F, B, I, W) of every rank, overlap flags cleared: the input
-/// pipesched::validate(per_rank, microbatches) expects.
+/// The compute actions (F, B, I, W) of every rank with their overlapped pairs: the input
+/// pipesched::validate(per_rank, microbatches) and simulate expect, which check each pair (an F,
+/// then a B or I of another unit). Communication actions are dropped, except inside a pair:
+/// there they are kept, flag included, so that validate refuses the pair instead of the F
+/// silently pairing with a later action.
 [[nodiscard]] inline std::vector<std::vector<action>> compute_only(const schedule_table& table) {
     std::vector<std::vector<action>> out(table.ranks.size());
     for (std::size_t r = 0; r < table.ranks.size(); ++r) {
-        for (action a : table.ranks[r]) {
-            if (!is_compute(a.kind)) continue;
-            a.overlapped_with_next = false;
-            out[r].push_back(a);
+        const std::vector<action>& row = table.ranks[r];
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            const bool in_pair = row[i].overlapped_with_next || (i > 0 && row[i - 1].overlapped_with_next);
+            if (is_compute(row[i].kind) || in_pair) out[r].push_back(row[i]);
         }
     }
     return out;

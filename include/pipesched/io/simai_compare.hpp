@@ -162,8 +162,11 @@ namespace detail {
     case row_role::loss: return meaning::loss;
     case row_role::optimizer: return meaning::optimizer;
     case row_role::microbatch:
-        for (const block& b : st.blocks) {
-            if (s.row >= b.begin && s.row < b.end) microbatch = b.microbatch;
+        // The blocks are ga runs of `period` rows from the first block on: a division, not a
+        // search, so that labelling stays linear in the rows however large ga is.
+        if (st.period != 0 && !st.blocks.empty() && s.row >= st.blocks.front().begin &&
+            s.row < st.blocks.back().end) {
+            microbatch = st.blocks[(s.row - st.blocks.front().begin) / st.period].microbatch;
         }
         if (s.ph == phase::forward) return meaning::forward;
         if (collective_step && s.ph == phase::weight_grad && s.group == comm_group::dp) return meaning::grad_sync;

@@ -1,0 +1,53 @@
+// io/json.hpp: the JSON text shared by the library's writers and the tool.
+#include <doctest/doctest.h>
+
+#include <pipesched/io/json.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace json = pipesched::json;
+
+namespace {
+
+std::string string_of(std::string_view s) {
+    std::string out;
+    json::append_string(out, s);
+    return out;
+}
+
+template <class T>
+std::string number_of(T x) {
+    std::string out;
+    json::append_number(out, x);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("json: strings are escaped per RFC 8259") {
+    CHECK(string_of("1F1B") == "\"1F1B\"");
+    CHECK(string_of("") == "\"\"");
+    CHECK(string_of("a\"b\\c") == "\"a\\\"b\\\\c\"");
+    CHECK(string_of("\b\f\n\r\t") == "\"\\b\\f\\n\\r\\t\"");
+    CHECK(string_of(std::string_view{"\x00\x1b\x1f", 3}) == "\"\\u0000\\u001b\\u001f\"");
+    // Other bytes, UTF-8 included, are copied.
+    CHECK(string_of("\x7f\xc3\xa9") == "\"\x7f\xc3\xa9\"");
+}
+
+TEST_CASE("json: numbers") {
+    CHECK(number_of(std::uint64_t{0}) == "0");
+    CHECK(number_of(std::uint64_t{18446744073709551615u}) == "18446744073709551615");
+    CHECK(number_of(28.5) == "28.5");
+    CHECK(number_of(0.1) == "0.1"); // shortest text that reads back to the same double
+    CHECK(number_of(0.15789473684210525) == "0.15789473684210525");
+    CHECK(number_of(1e21) == "1000000000000000000000"); // fixed notation, never an exponent
+    CHECK(number_of(-2.0) == "-2");
+    CHECK(number_of(5e-324).size() > 300); // the smallest denormal, in full
+    // JSON has no infinity or NaN.
+    CHECK(number_of(std::numeric_limits<double>::infinity()) == "null");
+    CHECK(number_of(-std::numeric_limits<double>::infinity()) == "null");
+    CHECK(number_of(std::numeric_limits<double>::quiet_NaN()) == "null");
+}
