@@ -175,6 +175,12 @@ TEST_CASE("explicit_schedule: untrusted lists are refused with rank, index and r
               "a V-shaped explicit schedule has chunks = 2");
     }
     {
+        ex by_hand{};
+        by_hand.shape = {2, 1, 1};
+        by_hand.push(ps::event{ps::op::forward, 0, 5, 0, ps::no_peer}); // rank 5 of 2
+        CHECK(std::string{by_hand.check().message} == "an explicit schedule needs one action list per rank");
+    }
+    {
         // Accepted per action, refused by validate: a missing I.
         const lists l{{a(0, ps::op::forward, 0), a(0, ps::op::backward_weight, 0)}};
         const auto b = ex::from_actions(l, {1, 1, 1});

@@ -1,7 +1,10 @@
 // V-Min and V-Half (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024).
 #include <doctest/doctest.h>
 
+#include <pipesched/analysis/autoschedule.hpp>
+#include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/catalog.hpp>
+#include <pipesched/io/chakra_schedule.hpp>
 #include <pipesched/io/csv.hpp>
 #include <pipesched/iteration.hpp>
 #include <pipesched/pipesched.hpp>
@@ -95,6 +98,20 @@ TEST_CASE("V-Min and V-Half: shapes, catalog names, iteration") {
     CHECK(name == "v_half");
     CHECK(ps::validate(ps::iteration{ps::v_min{{4, 8, 2}}}));
     CHECK(ps::validate(ps::iteration{ps::v_half{{3, 5, 2}}}));
+}
+
+TEST_CASE("explicit schedules (V-Min, an autoschedule result) export to Chakra like any policy") {
+    const ps::v_min vmin{{4, 8, 2}};
+    const ps::chakra::export_result a = ps::chakra::export_traces(vmin, ps::iteration_cost_model{});
+    INFO(a.error);
+    REQUIRE(a);
+    CHECK(a.ranks.size() == 4);
+    const auto r = ps::autoschedule({4, 8, 1}, {}, {});
+    REQUIRE(r);
+    const ps::chakra::export_result b = ps::chakra::export_traces(r.schedule, ps::iteration_cost_model{});
+    INFO(b.error);
+    REQUIRE(b);
+    CHECK(b.ranks.size() == 4);
 }
 
 } // namespace

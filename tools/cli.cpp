@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <stdexcept>
 #include <system_error>
 
 namespace pipesched::cli {
@@ -298,9 +299,13 @@ pipesched::cost_model cost_model_for(const cost_request& c, std::uint32_t chunks
 }
 
 std::string fixed(double x, int decimals) {
-    char buffer[64];
-    const auto r = std::to_chars(buffer, buffer + sizeof buffer, x, std::chars_format::fixed, decimals);
-    return std::string{buffer, r.ptr};
+    // 309 integer digits for the largest double, the point and the decimals: 512 always fits,
+    // so the raw buffer is never printed after a failed conversion (it once was, with 64).
+    std::array<char, 512> buffer{};
+    const auto r = std::to_chars(buffer.data(), buffer.data() + buffer.size(), x, std::chars_format::fixed, decimals);
+    if (r.ec != std::errc{})
+        throw std::logic_error{"number formatting failed"};
+    return std::string{buffer.data(), r.ptr};
 }
 
 std::string format_choice(const parsed_args& args, std::initializer_list<std::string_view> allowed) {
@@ -330,4 +335,22 @@ int print_status(std::string_view text) {
     return exit_output_failed;
 }
 
+[[noreturn]] void fail_simulation(std::string_view schedule, const pipesched::verdict& v) {
+    if (v.code != pipesched::verdict_code::invalid_cost && v.code != pipesched::verdict_code::time_overflow)
+        throw std::logic_error{"a library schedule failed validation: " + pipesched::describe(v)};
+    std::string key = "p2p";
+    switch (v.subject.kind) {
+    case pipesched::op::forward: key = "F"; break;
+    case pipesched::op::backward: key = "B"; break;
+    case pipesched::op::backward_input: key = "I"; break;
+    case pipesched::op::backward_weight: key = "W"; break;
+    default: break;
+    }
+    if (v.code == pipesched::verdict_code::time_overflow)
+        fail("--cost: the " + key + " costs of " + std::string{schedule} +
+             " add up beyond the largest finite time (about 1.8e308): " + pipesched::describe(v));
+    fail("--cost: " + key + " is not usable for " + std::string{schedule} + ": " + pipesched::describe(v));
+}
+
 } // namespace pipesched::cli
+

@@ -252,4 +252,8 @@ struct cost_request {
 cost_request read_costs(const parsed_args& args);
 pipesched::cost_model cost_model_for(const cost_request& c, std::uint32_t chunks);
 
+/// A replay refused for its costs (invalid_cost, time_overflow) is a usage error naming the
+/// --cost key at fault; any other failed verdict of a library schedule is a bug (logic_error).
+[[noreturn]] void fail_simulation(std::string_view schedule, const pipesched::verdict& v);
+
 } // namespace pipesched::cli

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include <pipesched/catalog.hpp>
+#include <pipesched/simai/analytical_network.hpp>
 
 #include "cli.hpp"
 
@@ -28,7 +29,7 @@ std::string unknown_command_message(std::string_view name);
 /// The `simai` report (text or JSON) of a workload file's contents (simai.cpp; the demo shows
 /// it for the built-in workload).
 std::string simai_report(std::string_view source, std::string_view text, pipesched::schedule_id policy,
-                         std::string_view format);
+                         std::string_view format, const pipesched::simai::analytical_options& network = {});
 
 /// `pipesched --help` and `pipesched help COMMAND` (help.cpp).
 std::string general_help();

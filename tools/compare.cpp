@@ -31,6 +31,8 @@ int run_compare(const parsed_args& args) {
                 return;
             }
             const pipesched::simulation sim = pipesched::simulate(pol, cost_model_for(costs, opt.dims.chunks));
+            if (!sim)
+                fail_simulation(pipesched::display_name(info), sim.check);
             const double per = static_cast<double>(opt.dims.chunks);
             row[2] = fixed(sim.bubble_fraction);
             row[3] = fixed(sim.makespan);

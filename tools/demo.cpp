@@ -107,10 +107,20 @@ int run_demo() {
     static constexpr std::string_view seed_workload =
 #include "seed_workload.inc"
         ;
+    // The network of the user's SimAI run: 4 GPUs, 2 per server, 2 NICs per server, NVLink 200
+    // and NIC 25 GB/s (SimAI_analytical -g 4 -g_p_s 2 -n_p_s 2 -nv 200 -nic 25).
+    pipesched::simai::analytical_options network{};
+    network.gpus = 4;
+    network.gpus_per_server = 2;
+    network.nics_per_server = 2;
+    network.nvlink_gbps = 200.0f;
+    network.nic_gbps = 25.0f;
     s += simai_report("examples/workloads/simai_seed_tp2_ga2.txt (built in)", seed_workload,
-                      pipesched::schedule_id::one_f_one_b, "text");
+                      pipesched::schedule_id::one_f_one_b, "text", network);
     s += '\n';
-    s += "Next: pipesched simai examples/workloads/simai_seed_tp2_ga2.txt --format json\n"
+    s += "Next: pipesched simai examples/workloads/simai_seed_tp2_ga2.txt --gpus 4 --gpus-per-server 2 \\\n"
+         "        --nics-per-server 2 --nvlink 200 --nic 25 --format simai-csv\n"
+         "      pipesched simai examples/workloads/simai_seed_tp2_ga2.txt --format json\n"
          "      pipesched order --schedule 1F1B --ranks 4 --microbatches 8\n"
          "      pipesched compare --ranks 4 --microbatches 8\n"
          "      pipesched --help\n";

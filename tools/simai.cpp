@@ -2,6 +2,12 @@
 #include <pipesched/io/chrome_trace.hpp> // detail::append_json_*
 #include <pipesched/io/simai.hpp>
 #include <pipesched/io/simai_compare.hpp>
+#include <pipesched/simai/analytical_compare.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <system_error>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -9,10 +15,87 @@
 namespace pipesched::cli {
 namespace {
 
-constexpr std::array<flag_spec, 2> simai_flags{{
+constexpr std::array<flag_spec, 13> simai_flags{{
     {"schedule", "NAME", "the order to compare SimAI's with", "1F1B", false},
-    {"format", "text|json", "a report, or the facts of both orders as JSON", "text", false},
+    {"format", "text|json|simai-csv", "a report, the facts as JSON, or SimAI's own EndToEnd CSV", "text", false},
+    {"gpus", "N", "SimAI's -g: GPUs in the job", "the workload's all_gpus", false},
+    {"gpus-per-server", "N", "SimAI's -g_p_s", "8", false},
+    {"nics-per-server", "N", "SimAI's -n_p_s", "8", false},
+    {"nvlink", "GBPS", "SimAI's -nv: NVLink bandwidth per GPU", "from --gpu-type", false},
+    {"nic", "GBPS", "SimAI's -nic: bandwidth of one NIC", "from --nic-type", false},
+    {"gpu-type", "A100|A800|H100|H800|H20", "SimAI's -g_type, used without --nvlink", "A100", false},
+    {"nic-type", "cx6|cx7|bf3", "SimAI's -nic_t, used without --nic", "cx7", false},
+    {"dp-overlap", "R", "SimAI's -dp_o: share of data-parallel comm hidden, 0..1", "0", false},
+    {"tp-overlap", "R", "SimAI's -tp_o, 0..1", "0", false},
+    {"ep-overlap", "R", "SimAI's -ep_o, 0..1", "0", false},
+    {"pp-overlap", "R", "SimAI's -pp_o, above 0 and at most 1", "1", false},
 }};
+
+/// A float as SimAI's std::stof reads it, but the whole value must be a number.
+float float_flag(const parsed_args& args, std::string_view name, float fallback, float low, float high,
+                 bool low_open) {
+    const auto v = args.get(name);
+    if (!v)
+        return fallback;
+    float x = 0.0f;
+    const char* end = v->data() + v->size();
+    const auto [ptr, ec] = std::from_chars(v->data(), end, x);
+    const bool above_low = low_open ? x > low : x >= low;
+    if (ec != std::errc{} || ptr != end || !above_low || !(x <= high))
+        fail("--" + std::string{name} + ": expected a number " + (low_open ? "above " : "from ") + fixed(low, 0) +
+             (high < 1e30f ? " to " + fixed(high, 0) : std::string{}) + ", got " + quoted(*v));
+    return x;
+}
+
+pipesched::simai::analytical_options read_network(const parsed_args& args) {
+    pipesched::simai::analytical_options o{};
+    if (const auto n = args.count("gpus"))
+        o.gpus = *n;
+    if (const auto n = args.count("gpus-per-server"))
+        o.gpus_per_server = *n;
+    if (const auto n = args.count("nics-per-server"))
+        o.nics_per_server = *n;
+    const float huge = 3.0e38f;
+    o.nvlink_gbps = float_flag(args, "nvlink", o.nvlink_gbps, 0.0f, huge, true);
+    o.nic_gbps = float_flag(args, "nic", o.nic_gbps, 0.0f, huge, true);
+    if (const auto t = args.get("gpu-type")) {
+        o.gpu = pipesched::simai::parse_gpu_type(*t);
+        if (o.gpu == pipesched::simai::gpu_type::none)
+            fail("--gpu-type: unknown GPU type " + quoted(*t) + ", expected A100, A800, H100, H800 or H20");
+    }
+    if (const auto t = args.get("nic-type")) {
+        o.nic = pipesched::simai::parse_nic_type(*t);
+        if (o.nic == pipesched::simai::nic_type::none)
+            fail("--nic-type: unknown NIC type " + quoted(*t) + ", expected cx6, cx7 or bf3");
+    }
+    o.dp_overlap = float_flag(args, "dp-overlap", o.dp_overlap, 0.0f, 1.0f, false);
+    o.tp_overlap = float_flag(args, "tp-overlap", o.tp_overlap, 0.0f, 1.0f, false);
+    o.ep_overlap = float_flag(args, "ep-overlap", o.ep_overlap, 0.0f, 1.0f, false);
+    o.pp_overlap = float_flag(args, "pp-overlap", o.pp_overlap, 0.0f, 1.0f, true);
+    return o;
+}
+
+/// The SimAI_analytical arguments that give the same report.
+std::string simai_arguments(const pipesched::simai::analytical_options& o) {
+    const auto g = [](float x) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", static_cast<double>(x));
+        return std::string{buf};
+    };
+    std::string s = "-g " + number_text(o.gpus) + " -g_p_s " + number_text(o.gpus_per_server) + " -n_p_s " +
+                    number_text(o.nics_per_server);
+    s += o.nvlink_gbps > 0.0f ? " -nv " + g(o.nvlink_gbps) : " -g_type " + std::string{pipesched::simai::to_string(o.gpu)};
+    s += o.nic_gbps > 0.0f ? " -nic " + g(o.nic_gbps) : " -nic_t " + std::string{pipesched::simai::to_string(o.nic)};
+    if (o.dp_overlap != 0.0f)
+        s += " -dp_o " + g(o.dp_overlap);
+    if (o.tp_overlap != 0.0f)
+        s += " -tp_o " + g(o.tp_overlap);
+    if (o.ep_overlap != 0.0f)
+        s += " -ep_o " + g(o.ep_overlap);
+    if (o.pp_overlap != 1.0f)
+        s += " -pp_o " + g(o.pp_overlap);
+    return s;
+}
 
 std::string ms(double ns) { return fixed(ns / 1e6) + " ms"; }
 
@@ -43,7 +126,8 @@ std::string rows_text(const std::vector<std::size_t>& rows) {
 }
 
 std::string simai_report_text(std::string_view source, const pipesched::simai::workload& w,
-                              const pipesched::simai::comparison& c) {
+                              const pipesched::simai::analytical_comparison& a) {
+    const pipesched::simai::comparison& c = a.timeline;
     using pipesched::simai::meaning;
     const auto& st = c.layout;
     std::string s;
@@ -129,7 +213,15 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
         s += "Note: pp = " + number_text(c.pp) + ": the file describes one stage; SimAI's pass is replayed for it "
              "alone, the corrected order runs " + c.corrected.name + " over " + number_text(c.pp) + " ranks.\n";
 
-    std::vector<std::array<std::string, 3>> table{
+    const auto print_table = [&s](const std::vector<std::array<std::string, 3>>& table) {
+        for (const auto& row : table) {
+            append_padded(s, row[0], 32);
+            append_padded(s, row[1], 16);
+            s += row[2] + "\n";
+        }
+    };
+    s += "\n";
+    print_table({
         {"", "SimAI", c.corrected.name},
         {"peak microbatches in flight", number_text(c.simai.peak_microbatches_in_flight),
          number_text(c.corrected.peak_microbatches_in_flight)},
@@ -137,20 +229,44 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
          c.corrected.optimizer_before_backward ? "yes" : "no"},
         {"optimizer after all grad sync", c.simai.optimizer_after_all_grad_sync ? "yes" : "no",
          c.corrected.optimizer_after_all_grad_sync ? "yes" : "no"},
-        {"makespan", ms(c.simai.makespan_ns), ms(c.corrected.makespan_ns)},
-        {"compute", ms(c.simai.compute_ns), ms(c.corrected.compute_ns)},
-        {"exposed gradient sync", ms(c.simai.exposed_grad_sync_ns), ms(c.corrected.exposed_grad_sync_ns)},
         {"iteration rules", c.simai.check ? "valid" : std::string{pipesched::to_string(c.simai.check.code)},
          c.corrected.check ? "valid" : std::string{pipesched::to_string(c.corrected.check.code)}},
-    };
-    s += "\n";
-    for (const auto& row : table) {
-        append_padded(s, row[0], 32);
-        append_padded(s, row[1], 16);
-        s += row[2] + "\n";
+    });
+
+    const pipesched::simai::analytical_totals& t = a.report.totals;
+    const auto us_ms = [](double us) { return fixed(us / 1e3) + " ms"; };
+    s += "\nSimAI's analytical report (SimAI_analytical " + simai_arguments(a.report.options) +
+         "),\nthe same for both orders:\n";
+    s += "  total time " + us_ms(t.total_time_us) + " = compute " + us_ms(t.total_comp_us) + " + exposed comm " +
+         us_ms(t.total_exposed_comm_us) + " + bubble " + us_ms(t.bubble_time_us) + " + exposed PP " +
+         us_ms(t.expose_pp_comm_us) + "\n";
+    s += "  exposed comm: DP " + us_ms(t.expose_dp_comm_us) + ", DP_EP " + us_ms(t.expose_dp_ep_comm_us) + ", TP " +
+         us_ms(t.expose_tp_comm_us) + ", EP " + us_ms(t.expose_ep_comm_us) + "\n";
+    for (const std::string& note : a.report.notes)
+        s += "  note: " + note + "\n";
+    s += "  SimAI's analytical mode adds up each row's compute and communication, so it cannot show\n"
+         "  the difference between the two orders in time, only in memory and placement (above).\n";
+
+    s += "\nTimeline replay with SimAI's per-collective times (what a timeline backend such as SimAI's\n"
+         "ns-3 mode would see; the SimAI order's steps above are timed with it):\n";
+    print_table({
+        {"", "SimAI", c.corrected.name},
+        {"makespan", ms(c.simai.makespan_ns), ms(c.corrected.makespan_ns)},
+        {"compute and blocking comm", ms(c.simai.compute_ns), ms(c.corrected.compute_ns)},
+        {"exposed gradient sync", ms(c.simai.exposed_grad_sync_ns), ms(c.corrected.exposed_grad_sync_ns)},
+    });
+    if (c.pp > 1) {
+        s += "Pipeline bubble on rank 0: SimAI's term (pp-1)/(ga*vpp) x stage time " + ms(a.simai_bubble_ns) +
+             ";\n  " + c.corrected.name + "'s actual bubble " + ms(a.policy_bubble_without_p2p_ns) + ", or " +
+             ms(a.policy_bubble_ns) + " with SimAI's pp message time of " + ms(a.p2p_message_ns) +
+             " (pp_comm / 2^30 s / pp_o).\n";
+        const bool policy_larger = a.policy_bubble_without_p2p_ns > a.simai_bubble_ns;
+        s += std::string{"  "} + (policy_larger ? c.corrected.name + "'s bubble is larger" : "SimAI's term is larger") +
+             (w.header.vpp && *w.header.vpp > 1
+                  ? ": SimAI divides by vpp = " + number_text(*w.header.vpp) +
+                        ", which AICB writes as the layers per stage, not virtual stages.\n"
+                  : ".\n");
     }
-    s += "\nNetwork model: collective time = 5 us + bytes / bandwidth (x2 for all-reduce); tensor parallel "
-         "200 GB/s,\ndata and expert parallel 25 GB/s.\n";
     return s;
 }
 
@@ -182,14 +298,28 @@ void append_order_json(std::string& s, const pipesched::simai::order_report& o) 
 } // namespace
 
 std::string simai_report(std::string_view source, std::string_view text, pipesched::schedule_id policy,
-                         std::string_view format) {
+                         std::string_view format, const pipesched::simai::analytical_options& network) {
     const pipesched::simai::parse_result parsed = pipesched::simai::parse_workload(text);
     if (!parsed) {
         const auto& e = *parsed.error;
         fail(std::string{source} + ": " + e.to_string());
     }
-    const pipesched::simai::comparison c = pipesched::simai::compare(parsed.value, policy);
+    const pipesched::simai::analytical_comparison_result analysed =
+        pipesched::simai::compare_analytical(parsed.value, policy, network);
+    if (!analysed)
+        fail(std::string{source} + ": SimAI's analytical model: " + analysed.error->to_string(&parsed.value));
+    const pipesched::simai::analytical_comparison& a = analysed.value;
+    const pipesched::simai::comparison& c = a.timeline;
     std::string s;
+    if (format == "simai-csv") {
+        // SimAI names the report after -r; a run as `-r NAME-` puts "NAME-" in the first field.
+        std::string name{source};
+        if (const std::size_t slash = name.find_last_of('/'); slash != std::string::npos)
+            name = name.substr(slash + 1);
+        if (const std::size_t dot = name.find_last_of('.'); dot != std::string::npos && dot > 0)
+            name = name.substr(0, dot);
+        return pipesched::simai::end_to_end_csv(a.report, name + "-");
+    }
     if (format == "json") {
         s += "{\"orders\":[";
         append_order_json(s, c.simai);
@@ -206,9 +336,31 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
                 s += (r == 0 ? "" : ",") + number_text(c.problems[k].rows[r]);
             s += "]}";
         }
-        s += "]}\n";
+        const pipesched::simai::analytical_totals& t = a.report.totals;
+        s += "],\"simai_report\":{\"arguments\":";
+        pipesched::detail::append_json_string(s, simai_arguments(a.report.options));
+        const std::pair<const char*, double> fields[] = {
+            {"expose_dp_comm_us", t.expose_dp_comm_us},       {"expose_dp_ep_comm_us", t.expose_dp_ep_comm_us},
+            {"expose_tp_comm_us", t.expose_tp_comm_us},       {"expose_ep_comm_us", t.expose_ep_comm_us},
+            {"expose_pp_comm_us", t.expose_pp_comm_us},       {"bubble_time_us", t.bubble_time_us},
+            {"total_comp_us", t.total_comp_us},               {"total_exposed_comm_us", t.total_exposed_comm_us},
+            {"total_time_us", t.total_time_us},               {"policy_bubble_us", a.policy_bubble_ns / 1e3},
+            {"policy_bubble_without_p2p_us", a.policy_bubble_without_p2p_ns / 1e3},
+            {"p2p_message_us", a.p2p_message_ns / 1e3},
+        };
+        for (const auto& [key, value] : fields) {
+            s += ",\"" + std::string{key} + "\":";
+            pipesched::detail::append_json_number(s, std::round(value * 1e3) / 1e3); // to the nanosecond
+        }
+        s += ",\"notes\":[";
+        for (std::size_t k = 0; k < a.report.notes.size(); ++k) {
+            if (k != 0)
+                s += ',';
+            pipesched::detail::append_json_string(s, a.report.notes[k]);
+        }
+        s += "]}}\n";
     } else {
-        s = simai_report_text(source, parsed.value, c);
+        s = simai_report_text(source, parsed.value, a);
     }
     return s;
 }
@@ -223,10 +375,11 @@ int run_simai(const parsed_args& args) {
             fail("--schedule: unknown schedule " + quoted(*name) + ", expected one of " + schedule_names());
         policy = *id;
     }
-    const std::string format = format_choice(args, {"text", "json"});
+    const std::string format = format_choice(args, {"text", "json", "simai-csv"});
+    const pipesched::simai::analytical_options network = read_network(args);
     const std::string_view path = args.positional();
     output_buffer out{stdout};
-    out.append(simai_report(path, read_input(path), policy, format));
+    out.append(simai_report(path, read_input(path), policy, format, network));
     return finish_output(out);
 }
 
@@ -236,7 +389,10 @@ const command_spec simai_command{"simai", "SimAI's execution order of an AICB wo
      "Parses a SimAI/AICB workload file, traces the order in which SimAI runs its rows, names each\n"
      "ordering problem with its rows, and compares it with the corrected order (1F1B by default;\n"
      "with pp = 1 that is Megatron's F0 B0 F1 B1 ...): activations in flight, where the optimizer\n"
-     "and gradient sync land, makespan and exposed gradient sync under a simple network model.",
+     "and gradient sync land. Times come from SimAI's own analytical model (SimAI_analytical v1.6),\n"
+     "whose command-line parameters the network flags mirror: its report (the EndToEnd CSV with\n"
+     "--format simai-csv), the same for both orders, and a timeline replay of both orders with\n"
+     "SimAI's per-collective times.",
      simai_flags, run_simai, "FILE"};
 
 } // namespace pipesched::cli

@@ -59,7 +59,7 @@ int run_simulate(const parsed_args& args) {
         pipesched::chrome_trace_sink records;
         const pipesched::simulation sim = pipesched::simulate(pol, model, records);
         if (!sim)
-            throw std::logic_error{"a library schedule failed validation: " + pipesched::describe(sim.check)};
+            fail_simulation(pipesched::display_name(pipesched::info(req.id)), sim.check);
         output_buffer out{stdout};
         std::string s;
         const std::string title = std::string{pipesched::display_name(pipesched::info(req.id))} + " p=" +
@@ -76,7 +76,9 @@ int run_simulate(const parsed_args& args) {
                 pipesched::chrome_trace_sink full;
                 pipesched::as_timed_actions<pipesched::chrome_trace_sink> adapter{
                     &full, std::remove_cvref_t<decltype(pol)>::layout, pol.shape.ranks};
-                (void)pipesched::simulate(pipesched::iteration{pol}, it_costs, adapter);
+                const auto it_sim = pipesched::simulate(pipesched::iteration{pol}, it_costs, adapter);
+                if (!it_sim.replayed)
+                    fail_simulation(pipesched::display_name(pipesched::info(req.id)), it_sim.check);
                 options.process_name = title + " (one iteration)";
                 s = full.str(options);
             } else {

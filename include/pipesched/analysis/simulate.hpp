@@ -28,9 +28,13 @@
 // is the peak of that sum on each rank; with the defaults M_B = M_W = 1 it equals
 // peak_activations.
 //
-// Linear in the number of actions; the only allocations are O(p + stages * m) arrays made
-// once before the replay, none per event. constexpr: a scalar read off the result works in
-// static_assert.
+// Linear in the number of actions. Memory: the structure check (validate.hpp) holds one byte per
+// (stage, microbatch) and frees it before the replay; the replay holds O(p) state plus the end
+// times of results not yet consumed (detail::pending_times), which without a timeline sink is
+// bounded by turn-taking to about what is in flight between stages, O(ranks x chunks) for the
+// library's schedules. Durations must be finite and >= 0 (else invalid_cost) and times must stay
+// below the largest double (else time_overflow). constexpr: a scalar read off the result works
+// in static_assert.
 #pragma once
 
 #include <cstddef>

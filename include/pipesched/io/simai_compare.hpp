@@ -30,6 +30,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -59,6 +60,18 @@ struct network_model {
                                                            : ep_bandwidth;
         const double factor = kind == collective::allreduce || kind == collective::allreduce_alltoall ? 2.0 : 1.0;
         return latency_ns + (bandwidth > 0.0 ? factor * static_cast<double>(bytes) / bandwidth : 0.0);
+    }
+
+    /// When not empty, row r's collective in column p takes row_collective_ns[r][p] ns instead
+    /// of the formula above (update_ns included): SimAI's own analytical per-collective times
+    /// (simai/analytical_compare.hpp fills it).
+    std::vector<std::array<double, 3>> row_collective_ns{};
+    /// When >= 0, one pipeline p2p message takes this long instead of latency + pp_comm / pp_bandwidth.
+    double p2p_message_ns = -1.0;
+
+    [[nodiscard]] double step_ns(const step& s) const {
+        if (s.row < row_collective_ns.size()) return row_collective_ns[s.row][static_cast<std::size_t>(s.ph)];
+        return collective_ns(s.kind, s.group, s.bytes) + static_cast<double>(s.update_ns);
     }
 };
 
@@ -132,6 +145,7 @@ struct comparison {
     double grad_sync_ns = 0.0;
     double grad_norm_ns = 0.0;
     double param_gather_ns = 0.0;
+    std::vector<iteration_rank_summary> corrected_ranks; ///< the corrected replay, per rank
 };
 
 namespace detail {
@@ -244,7 +258,7 @@ inline void summarise(order_report& r, const std::vector<std::pair<meaning, std:
                 now += l.duration_ns;
                 l.end_ns = now;
             } else {
-                l.duration_ns = net.collective_ns(s.kind, s.group, s.bytes) + static_cast<double>(s.update_ns);
+                l.duration_ns = net.step_ns(s);
                 if (s.blocking) {
                     l.start_ns = now;
                     now += l.duration_ns;
@@ -385,7 +399,8 @@ inline void summarise(order_report& r, const std::vector<std::pair<meaning, std:
     iteration_options it_opts{};
     it_opts.param_gather = c.param_gather_ns > 0.0 ? param_gather_mode::after_step : param_gather_mode::none;
     detail::workload_costs costs{&c};
-    costs.p2p_ns = w.header.pp_comm && *w.header.pp_comm > 0.0 && net.pp_bandwidth > 0.0
+    costs.p2p_ns = net.p2p_message_ns >= 0.0 ? net.p2p_message_ns
+                   : w.header.pp_comm && *w.header.pp_comm > 0.0 && net.pp_bandwidth > 0.0
                        ? net.latency_ns + *w.header.pp_comm / net.pp_bandwidth
                        : 0.0;
     c.corrected.name = std::string{display_name(info(policy))};
@@ -400,6 +415,7 @@ inline void summarise(order_report& r, const std::vector<std::pair<meaning, std:
         c.corrected.check = sim.check;
         c.corrected.makespan_ns = sim.makespan;
         // Rank 0's view, like SimAI's one-stage pass (ranks are symmetric in an AICB file).
+        c.corrected_ranks = sim.ranks;
         if (!sim.ranks.empty()) {
             c.corrected.exposed_grad_sync_ns = sim.ranks[0].exposed[static_cast<std::size_t>(comm_kind::grad_sync)];
             c.corrected.compute_ns = sim.ranks[0].compute_busy;

@@ -15,6 +15,7 @@
 // policy.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -64,10 +65,14 @@ public:
         }
         return shape_ok;
     }
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const noexcept {
+    // The policy contract (policy.hpp): a rejected shape or a rank outside it throws
+    // contract_error instead of answering with an empty rank.
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         return rank < per_rank_.size() ? per_rank_[rank].size() : 0;
     }
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
+        detail::require_usable(*this, rank);
         if (rank >= per_rank_.size()) return cursor_type{};
         return cursor_type{std::span<const event>{per_rank_[rank]}};
     }
@@ -103,10 +108,11 @@ public:
         return out;
     }
 
-    /// Appends one event to a rank of a schedule under construction (the caller keeps it
-    /// consistent; autoschedule and the V generators use it).
+    /// Appends one event to its rank's list (building a schedule by hand; autoschedule uses
+    /// it). An event of a rank beyond shape.ranks adds lists, which check() then refuses.
     constexpr void push(const event& e) {
-        if (per_rank_.size() < shape.ranks) per_rank_.resize(shape.ranks);
+        const std::size_t lists = std::max<std::size_t>(shape.ranks, std::size_t{e.rank} + 1);
+        if (per_rank_.size() < lists) per_rank_.resize(lists);
         per_rank_[e.rank].push_back(e);
     }
 
