@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include <pipesched/io/json.hpp>
 #include <pipesched/analysis/autoschedule.hpp>
 #include <pipesched/analysis/named_schedules.hpp>
 #include <pipesched/io/chrome_trace.hpp>
@@ -133,7 +134,7 @@ void append_numbers(std::string& s, const std::vector<double>& xs) {
     for (std::size_t i = 0; i < xs.size(); ++i) {
         if (i != 0)
             s += ',';
-        pipesched::detail::append_json_number(s, xs[i]);
+        pipesched::json::append_number(s, xs[i]);
     }
     s += ']';
 }
@@ -154,31 +155,31 @@ std::string json_report(const pipesched::autoschedule_result& r,
         s += ']';
     }
     s += "],\"span\":";
-    pipesched::detail::append_json_number(s, r.span);
+    pipesched::json::append_number(s, r.span);
     s += ",\"makespan\":";
-    pipesched::detail::append_json_number(s, r.makespan);
+    pipesched::json::append_number(s, r.makespan);
     s += ",\"bubble_fraction\":";
-    pipesched::detail::append_json_number(s, r.bubble_fraction);
+    pipesched::json::append_number(s, r.bubble_fraction);
     s += ",\"peak_memory\":";
     append_numbers(s, r.peak_memory);
     s += ",\"method\":";
-    pipesched::detail::append_json_string(s, r.method);
+    pipesched::json::append_string(s, r.method);
     s += std::string{",\"proven_optimal\":"} + (r.proven_optimal ? "true" : "false");
     s += ",\"heuristic_span\":";
     if (r.heuristic_span > 0.0)
-        pipesched::detail::append_json_number(s, r.heuristic_span);
+        pipesched::json::append_number(s, r.heuristic_span);
     else
         s += "null";
     s += ",\"best_named\":";
     if (named) {
         s += "{\"schedule\":";
-        pipesched::detail::append_json_string(s, pipesched::display_name(pipesched::info(named->id)));
+        pipesched::json::append_string(s, pipesched::display_name(pipesched::info(named->id)));
         s += ",\"chunks\":" + number_text(named->chunks) + ",\"span\":";
-        pipesched::detail::append_json_number(s, named->span);
+        pipesched::json::append_number(s, named->span);
         s += ",\"makespan\":";
-        pipesched::detail::append_json_number(s, named->makespan);
+        pipesched::json::append_number(s, named->makespan);
         s += ",\"bubble_fraction\":";
-        pipesched::detail::append_json_number(s, named->bubble_fraction);
+        pipesched::json::append_number(s, named->bubble_fraction);
         s += ",\"peak_memory\":";
         append_numbers(s, named->peak_memory);
         s += '}';

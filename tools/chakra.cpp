@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 
+#include <pipesched/io/json.hpp>
 #include <pipesched/io/chakra_astra.hpp>
 #include <pipesched/io/chakra_schedule.hpp>
 #include <pipesched/io/chrome_trace.hpp>
@@ -122,7 +123,7 @@ std::string read_file(const std::string& path) {
 
 std::string fixed_text(double x) {
     std::string s;
-    pipesched::detail::append_json_number(s, x);
+    pipesched::json::append_number(s, x);
     return s;
 }
 
@@ -216,7 +217,7 @@ int run_chakra(const parsed_args& args) {
             for (std::size_t r = 0; r < n; ++r) {
                 if (r != 0)
                     s += ',';
-                pipesched::detail::append_json_string(s, files[r]);
+                pipesched::json::append_string(s, files[r]);
             }
             s += "],\"ranks\":" + number_text(n) + ",\"predicted_finish_ns\":[";
             for (std::size_t r = 0; r < n; ++r) {
@@ -230,13 +231,13 @@ int run_chakra(const parsed_args& args) {
             if (group_file.empty())
                 s += "null";
             else
-                pipesched::detail::append_json_string(s, group_file);
+                pipesched::json::append_string(s, group_file);
             s += ",\"network\":";
-            pipesched::detail::append_json_string(s, network);
+            pipesched::json::append_string(s, network);
             s += ",\"system\":";
-            pipesched::detail::append_json_string(s, system);
+            pipesched::json::append_string(s, system);
             s += ",\"remote_memory\":";
-            pipesched::detail::append_json_string(s, memory);
+            pipesched::json::append_string(s, memory);
             s += "}\n";
         } else {
             s += "wrote " + number_text(n) + " Chakra traces " + prefix + ".{0.." + number_text(n - 1) + "}.et, " +

@@ -384,7 +384,7 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
         }
         const pipesched::simai::analytical_totals& t = a.report.totals;
         s += "],\"simai_report\":{\"arguments\":";
-        pipesched::detail::append_json_string(s, simai_arguments(a.report.options));
+        pipesched::json::append_string(s, simai_arguments(a.report.options));
         const std::pair<const char*, double> fields[] = {
             {"expose_dp_comm_us", t.expose_dp_comm_us},       {"expose_dp_ep_comm_us", t.expose_dp_ep_comm_us},
             {"expose_tp_comm_us", t.expose_tp_comm_us},       {"expose_ep_comm_us", t.expose_ep_comm_us},
@@ -396,13 +396,13 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
         };
         for (const auto& [key, value] : fields) {
             s += ",\"" + std::string{key} + "\":";
-            pipesched::detail::append_json_number(s, std::round(value * 1e3) / 1e3); // to the nanosecond
+            pipesched::json::append_number(s, std::round(value * 1e3) / 1e3); // to the nanosecond
         }
         s += ",\"notes\":[";
         for (std::size_t k = 0; k < a.report.notes.size(); ++k) {
             if (k != 0)
                 s += ',';
-            pipesched::detail::append_json_string(s, a.report.notes[k]);
+            pipesched::json::append_string(s, a.report.notes[k]);
         }
         s += "]}}\n";
     } else {
