@@ -31,40 +31,11 @@ constexpr std::array<flag_spec, 7> autoschedule_flags{{
     {"format", "text|json|csv", "timeline and comparison, JSON, or the order as PyTorch CSV", "text", false},
 }};
 
-double read_number(std::string_view what, std::string_view value) {
-    double x = 0.0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
-    if (ec != std::errc{} || end != value.data() + value.size() || !(x >= 0.0) || !std::isfinite(x))
-        fail(std::string{what} + " needs a finite number >= 0, got " + quoted(value));
-    return x;
-}
-
-/// KEY=VALUE,... with keys from `keys`; calls set(key, value) for each.
+/// KEY=VALUE,... with keys from `keys`; calls set(key, value) for each (cli.hpp's rules).
 template <class Set>
 void read_pairs(std::string_view where, std::string_view text, std::initializer_list<std::string_view> keys, Set set) {
-    if (text.empty())
-        fail(std::string{where} + ": empty");
-    std::string_view rest = text;
-    while (true) {
-        const std::size_t comma = rest.find(',');
-        const std::string_view item = rest.substr(0, comma);
-        const std::size_t eq = item.find('=');
-        if (eq == std::string_view::npos)
-            fail(std::string{where} + ": expected KEY=VALUE, got " + quoted(item));
-        const std::string_view key = item.substr(0, eq);
-        if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-            std::string list;
-            for (const std::string_view k : keys)
-                list += (list.empty() ? "" : ", ") + std::string{k};
-            fail(std::string{where} + ": unknown key " + quoted(key) + " (expected " + list + ")");
-        }
-        set(key, read_number(std::string{where} + ": " + std::string{key}, item.substr(eq + 1)));
-        if (comma == std::string_view::npos)
-            break;
-        rest = rest.substr(comma + 1);
-        if (rest.empty())
-            fail(std::string{where} + ": trailing comma in " + quoted(text));
-    }
+    const std::vector<std::string_view> list{keys};
+    read_key_values(where, text, list, [&](std::size_t k, double x) { set(list[k], x); });
 }
 
 struct request {
@@ -91,7 +62,7 @@ request read_request(const parsed_args& args) {
             (k == "F" ? req.memory.uniform.activation : req.memory.uniform.weight) = x;
         });
     }
-    req.memory.uniform.limit = read_number("--memory-limit", args.get("memory-limit").value_or(""));
+    req.memory.uniform.limit = read_nonnegative("--memory-limit", args.get("memory-limit").value_or(""));
     if (const auto path = args.get("cost-per-stage")) {
         const std::string text = read_input(*path);
         std::size_t line_no = 0;

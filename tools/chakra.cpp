@@ -52,32 +52,12 @@ chakra_costs read_chakra_costs(const parsed_args& args) {
     const auto text = args.get("cost");
     if (!text)
         return c;
-    std::string_view rest = *text;
-    while (!rest.empty()) {
-        const std::size_t comma = rest.find(',');
-        const std::string_view item = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        const std::size_t eq = item.find('=');
-        if (eq == std::string_view::npos)
-            fail("--cost: expected KEY=VALUE, got " + quoted(item));
-        const std::string_view key = item.substr(0, eq);
-        const std::string_view value = item.substr(eq + 1);
-        double x = 0.0;
-        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
-        if (ec != std::errc{} || end != value.data() + value.size() || !(x >= 0.0) || !std::isfinite(x))
-            fail("--cost: " + std::string{key} + " needs a finite number >= 0, got " + quoted(value));
-        if (key == "F") c.compute.forward = x;
-        else if (key == "B") c.compute.backward = x;
-        else if (key == "I") c.compute.backward_input = x;
-        else if (key == "W") c.compute.backward_weight = x;
-        else if (key == "loss") c.loss = x;
-        else if (key == "recompute") c.recompute = x;
-        else if (key == "optimizer") c.optimizer = x;
-        else if (key == "overlap") c.compute.overlapped_forward_backward = x;
-        else fail("--cost: unknown key " + quoted(key) + " (expected F, B, I, W, loss, recompute, optimizer or overlap)");
-        if (comma != std::string_view::npos && rest.empty())
-            fail("--cost: trailing comma in " + quoted(*text));
-    }
+    static constexpr std::array<std::string_view, 8> keys{"F",    "B",         "I",         "W",
+                                                         "loss", "recompute", "optimizer", "overlap"};
+    double* const fields[] = {&c.compute.forward, &c.compute.backward, &c.compute.backward_input,
+                              &c.compute.backward_weight, &c.loss, &c.recompute, &c.optimizer,
+                              &c.compute.overlapped_forward_backward};
+    read_key_values("--cost", *text, keys, [&](std::size_t k, double x) { *fields[k] = x; });
     return c;
 }
 

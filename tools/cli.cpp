@@ -323,53 +323,67 @@ std::string read_input(std::string_view path) {
     return text;
 }
 
+double read_nonnegative(std::string_view what, std::string_view value) {
+    double x = 0.0;
+    const char* const last = value.data() + value.size();
+    auto [end, ec] = std::from_chars(value.data(), last, x);
+    if (ec == std::errc::result_out_of_range && end == last) {
+        // Out of range: strtod tells an overflow (HUGE_VAL) from an underflow, which is
+        // accepted as the nearest double (0 or a denormal), as any rounding would be.
+        const std::string copy{value};
+        x = std::strtod(copy.c_str(), nullptr);
+        if (std::isinf(x))
+            fail(std::string{what} + " value " + quoted(value) +
+                 " is too large (the largest finite number is 1.7976931348623157e308)");
+        ec = std::errc{};
+    }
+    if (ec != std::errc{} || end != last || value.empty() || value[0] == '-' || !(x >= 0.0) || !std::isfinite(x))
+        fail(std::string{what} + " needs a finite number >= 0, got " + quoted(value));
+    return x;
+}
+
+void read_key_values(std::string_view where, std::string_view text, std::span<const std::string_view> keys,
+                     const std::function<void(std::size_t, double)>& set) {
+    if (text.empty())
+        fail(std::string{where} + ": empty");
+    std::vector<bool> seen(keys.size(), false);
+    std::string_view rest = text;
+    while (true) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        const std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos)
+            fail(std::string{where} + ": expected KEY=VALUE, got " + quoted(item));
+        const std::string_view key = item.substr(0, eq);
+        const auto known = std::find(keys.begin(), keys.end(), key);
+        if (known == keys.end()) {
+            std::string list;
+            for (const std::string_view k : keys)
+                list += (list.empty() ? "" : ", ") + std::string{k};
+            fail(std::string{where} + ": unknown key " + quoted(key) + " (expected " + list + ")");
+        }
+        const auto k = static_cast<std::size_t>(known - keys.begin());
+        if (seen[k])
+            fail(std::string{where} + ": " + std::string{key} + " given twice in " + quoted(text));
+        seen[k] = true;
+        set(k, read_nonnegative(std::string{where} + ": " + std::string{key}, item.substr(eq + 1)));
+        if (comma == std::string_view::npos)
+            break;
+        rest = rest.substr(comma + 1);
+        if (rest.empty())
+            fail(std::string{where} + ": trailing comma in " + quoted(text));
+    }
+}
+
 cost_request read_costs(const parsed_args& args) {
     cost_request c{};
     const auto text = args.get("cost");
     if (!text)
         return c;
-    std::string_view rest = *text;
-    std::array<bool, 5> seen{};
-    while (!rest.empty()) {
-        const std::size_t comma = rest.find(',');
-        const std::string_view item = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        const std::size_t eq = item.find('=');
-        if (eq == std::string_view::npos)
-            fail("--cost: expected KEY=VALUE, got " + quoted(item));
-        const std::string_view key = item.substr(0, eq);
-        const std::string_view value = item.substr(eq + 1);
-        constexpr std::array<std::string_view, 5> keys{"F", "B", "I", "W", "p2p"};
-        const auto known = std::find(keys.begin(), keys.end(), key);
-        if (known == keys.end())
-            fail("--cost: unknown key " + quoted(key) + " (expected F, B, I, W or p2p)");
-        const auto k = static_cast<std::size_t>(known - keys.begin());
-        if (seen[k])
-            fail("--cost: " + std::string{key} + " given twice in " + quoted(*text));
-        seen[k] = true;
-        double x = 0.0;
-        const char* const last = value.data() + value.size();
-        auto [end, ec] = std::from_chars(value.data(), last, x);
-        if (ec == std::errc::result_out_of_range && end == last) {
-            // Out of range: strtod tells an overflow (HUGE_VAL) from an underflow, which is
-            // accepted as the nearest double (0 or a denormal), as any rounding would be.
-            const std::string copy{value};
-            x = std::strtod(copy.c_str(), nullptr);
-            if (std::isinf(x))
-                fail("--cost: " + std::string{key} + " value " + quoted(value) +
-                     " is too large (the largest finite number is 1.7976931348623157e308)");
-            ec = std::errc{};
-        }
-        if (ec != std::errc{} || end != last || value[0] == '-' || !(x >= 0.0) || !std::isfinite(x))
-            fail("--cost: " + std::string{key} + " needs a finite number >= 0, got " + quoted(value));
-        if (k == 0) c.per_rank.forward = x;
-        else if (k == 1) c.per_rank.backward = x;
-        else if (k == 2) c.per_rank.backward_input = x;
-        else if (k == 3) c.per_rank.backward_weight = x;
-        else c.p2p = x;
-        if (comma != std::string_view::npos && rest.empty())
-            fail("--cost: trailing comma in " + quoted(*text));
-    }
+    static constexpr std::array<std::string_view, 5> keys{"F", "B", "I", "W", "p2p"};
+    double* const fields[] = {&c.per_rank.forward, &c.per_rank.backward, &c.per_rank.backward_input,
+                              &c.per_rank.backward_weight, &c.p2p};
+    read_key_values("--cost", *text, keys, [&](std::size_t k, double x) { *fields[k] = x; });
     return c;
 }
 

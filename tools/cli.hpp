@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -283,6 +284,16 @@ struct cost_request {
     pipesched::stage_costs per_rank{1.0, 2.0, 1.0, 1.0};
     double p2p = 0.0;
 };
+
+/// A number >= 0 of any length ("1.000...1" with 100,000 zeros is fine; below the smallest
+/// double it is 0); `what` names it in the error ("--cost: F").
+double read_nonnegative(std::string_view what, std::string_view value);
+
+/// KEY=VALUE,KEY=VALUE with keys from `keys`, each at most once, values read_nonnegative;
+/// calls set(index of the key in `keys`, value). `where` names the text in errors ("--cost",
+/// "FILE: line 3"). Shared by every flag of that form, so they all refuse the same mistakes.
+void read_key_values(std::string_view where, std::string_view text, std::span<const std::string_view> keys,
+                     const std::function<void(std::size_t, double)>& set);
 
 cost_request read_costs(const parsed_args& args);
 pipesched::cost_model cost_model_for(const cost_request& c, std::uint32_t chunks);
