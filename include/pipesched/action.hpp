@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "detail/text.hpp"
 #include "event.hpp"
 #include "policy.hpp"
 #include "shape.hpp"
@@ -122,7 +123,6 @@ struct action_parse_result {
 };
 
 namespace detail {
-[[nodiscard]] constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
 /// Reads a run of decimal digits at `pos`; false on overflow past `limit`.
 [[nodiscard]] constexpr bool read_number(std::string_view text, std::size_t& pos,

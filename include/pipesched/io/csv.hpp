@@ -26,6 +26,7 @@
 #include "../shape.hpp"
 #include "../sink.hpp"
 #include "../action.hpp"
+#include "../detail/text.hpp"
 
 namespace pipesched {
 
@@ -156,15 +157,11 @@ inline bool read_csv_row(std::string_view line, std::size_t line_number, std::ve
     csv_result result;
     auto& rows = result.table.ranks;
     std::size_t blank_lines = 0; // not yet known to be followed by a rank
-    std::size_t line_number = 0;
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        ++line_number;
-        const std::size_t newline = text.find('\n', pos);
-        const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
-        std::string_view line = text.substr(pos, end - pos);
-        pos = newline == std::string_view::npos ? text.size() : newline + 1;
-        if (newline != std::string_view::npos && !line.empty() && line.back() == '\r') {
+    detail::line_reader lines(text);
+    std::string_view line;
+    while (lines.next(line)) {
+        const std::size_t line_number = lines.number();
+        if (lines.ended_with_newline() && !line.empty() && line.back() == '\r') {
             line.remove_suffix(1);
         }
         if (line.empty()) {
