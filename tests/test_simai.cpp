@@ -2,8 +2,13 @@
 // structure analysis, the writer, and malformed inputs.
 #include <doctest/doctest.h>
 
-#include <pipesched/io/simai.hpp>
+#include <pipesched/simai/order.hpp>
+#include <pipesched/simai/parse.hpp>
+#include <pipesched/simai/structure.hpp>
+#include <pipesched/simai/workload.hpp>
+#include <pipesched/simai/write.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -71,8 +76,10 @@ constexpr std::string_view hdr = "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1\n"
 struct malformed_case {
     const char* what;
     std::string text;
+    sm::parse_errc code;
     std::size_t line;
     std::size_t field;
+    std::size_t column;
     std::string_view message;
 };
 
@@ -656,82 +663,124 @@ TEST_CASE("simai: malformed inputs name the line, the field and the problem") {
             s += (i ? "\t" : "") + f[i];
         return s + "\n";
     };
+    using E = sm::parse_errc;
+    // Columns by hand: the policy name is 31 bytes, so in `hdr` "pp:" starts at column 33, its
+    // value at 37, "ga:" at 39, its value at 43, and a key appended after it at 45. In a row
+    // built by with_field, field k starts after the fields before it and one tab each:
+    // "a\t-1\t" puts field 3 at column 6.
     const std::vector<malformed_case> cases{
-        {"empty file", "", 0, 0, "empty file"},
-        {"only blanks", "  \n\t\r\n\n", 0, 0, "empty file"},
-        {"header without row count", std::string(hdr), 2, 0, "missing row-count line"},
-        {"header then blank line", std::string(hdr) + "\n" + good, 2, 0, "missing row-count line"},
-        {"blank header line", "\n1\n" + good, 1, 0, "empty header line"},
-        {"unknown policy", "DATA pp: 1 ga: 1\n1\n" + good, 1, 1, "unsupported policy 'DATA'"},
-        {"missing ga", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1\n1\n" + good, 1, 0,
-         "missing required key 'ga:'"},
-        {"missing pp", "HYBRID_TRANSFORMER_FWD_IN_BCKWD ga: 2\n1\n" + good, 1, 0,
-         "missing required key 'pp:'"},
-        {"ga zero", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 0\n1\n" + good, 1, 0,
-         "'ga' must be at least 1"},
-        {"key without value", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: ga: 1\n1\n" + good, 1, 2,
-         "header key 'pp' has no value"},
-        {"key at end without value", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga:\n1\n" + good, 1, 4,
-         "header key 'ga' has no value"},
-        {"duplicate key", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 pp: 2\n1\n" + good, 1, 6,
-         "duplicate header key 'pp'"},
-        {"non-numeric header value", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: two ga: 1\n1\n" + good, 1,
-         3, "header key 'pp': not a number: 'two'"},
+        {"empty file", "", E::empty_file, 0, 0, 0, "empty file"},
+        {"only blanks", "  \n\t\r\n\n", E::empty_file, 0, 0, 0, "empty file"},
+        {"header without row count", std::string(hdr), E::missing_row_count, 2, 0, 0,
+         "missing row-count line"},
+        {"header then blank line", std::string(hdr) + "\n" + good, E::missing_row_count, 2, 0, 0,
+         "missing row-count line"},
+        {"blank header line", "\n1\n" + good, E::empty_header, 1, 0, 0, "empty header line"},
+        {"unknown policy", "DATA pp: 1 ga: 1\n1\n" + good, E::unsupported_policy, 1, 1, 1,
+         "unsupported policy 'DATA'"},
+        {"missing ga", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1\n1\n" + good, E::missing_key, 1, 0,
+         0, "missing required key 'ga:'"},
+        {"missing pp", "HYBRID_TRANSFORMER_FWD_IN_BCKWD ga: 2\n1\n" + good, E::missing_key, 1, 0,
+         0, "missing required key 'pp:'"},
+        {"ga zero", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 0\n1\n" + good, E::zero_value, 1,
+         0, 0, "'ga' must be at least 1"},
+        {"pp zero", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 0 ga: 1\n1\n" + good, E::zero_value, 1,
+         0, 0, "'pp' must be at least 1"},
+        {"key without value", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: ga: 1\n1\n" + good,
+         E::missing_value, 1, 2, 33, "header key 'pp' has no value"},
+        {"key at end without value", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga:\n1\n" + good,
+         E::missing_value, 1, 4, 39, "header key 'ga' has no value"},
+        {"key that is only a colon", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 : 3\n1\n" + good,
+         E::malformed_key, 1, 6, 45, "malformed header key ':'"},
+        {"duplicate key", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 pp: 2\n1\n" + good,
+         E::duplicate_key, 1, 6, 45, "duplicate header key 'pp'"},
+        {"non-numeric header value", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: two ga: 1\n1\n" + good,
+         E::not_a_number, 1, 3, 37, "header key 'pp': not a number: 'two'"},
+        {"header value beyond 32 bits",
+         "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 4294967296 ga: 1\n1\n" + good, E::too_large, 1, 3,
+         37, "header key 'pp': value 4294967296 does not fit in 32 bits"},
         {"negative pp_comm", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 pp_comm: -8\n1\n" + good,
-         1, 7, "header key 'pp_comm': negative value"},
-        {"NaN pp_comm", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 pp_comm: nan\n1\n" + good, 1,
-         7, "NaN"},
+         E::negative, 1, 7, 54, "header key 'pp_comm': negative value"},
+        {"NaN pp_comm", "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 pp_comm: nan\n1\n" + good,
+         E::nan, 1, 7, 54, "NaN"},
+        {"pp_comm beyond a double",
+         "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 pp_comm: 1e999\n1\n" + good,
+         E::out_of_range, 1, 7, 54, "header key 'pp_comm': value '1e999' is out of range"},
         {"checkpoint list too short",
-         "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 checkpoints: 3 0\n1\n" + good, 1, 7,
-         "announces 3 layers but only 1 tokens follow"},
+         "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 checkpoints: 3 0\n1\n" + good,
+         E::short_layer_list, 1, 7, 58, "announces 3 layers but only 1 tokens follow"},
+        {"checkpoint layer not a number",
+         "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 checkpoints: 1 x\n1\n" + good,
+         E::not_a_number, 1, 8, 60, "header key 'checkpoints': layer 1 of 1: not a number: 'x'"},
         {"checkpoint out of range",
-         "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 checkpoints: 1 5\n1\n" + good, 1, 0,
-         "checkpoints: layer 5 is out of range (the file has 1 rows)"},
-        {"row count not a number", std::string(hdr) + "twelve\n" + good, 2, 1,
+         "HYBRID_TRANSFORMER_FWD_IN_BCKWD pp: 1 ga: 1 checkpoints: 1 5\n1\n" + good,
+         E::layer_out_of_range, 1, 0, 0, "checkpoints: layer 5 is out of range (the file has 1 rows)"},
+        {"row count not a number", std::string(hdr) + "twelve\n" + good, E::not_a_number, 2, 1, 1,
          "row count: not a number: 'twelve'"},
-        {"row count with two numbers", std::string(hdr) + "1 2\n" + good, 2, 2, "single number"},
-        {"row count zero", std::string(hdr) + "0\n", 2, 1, "row count must be at least 1"},
-        {"too few fields", std::string(hdr) + "1\na\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tNONE\t0\n", 3,
-         12, "expected 12 fields, found 11"},
-        {"too many fields", std::string(hdr) + "1\n" + row12 + "\t7\n", 3, 13,
+        {"row count with two numbers", std::string(hdr) + "1 2\n" + good, E::extra_token, 2, 2, 3,
+         "single number"},
+        {"row count zero", std::string(hdr) + "0\n", E::zero_value, 2, 1, 1,
+         "row count must be at least 1"},
+        // 11 fields of 21 bytes and 10 tabs: the missing field would start at column 32.
+        {"too few fields", std::string(hdr) + "1\na\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tNONE\t0\n",
+         E::missing_field, 3, 12, 32, "expected 12 fields, found 11"},
+        // 12 fields of 24 bytes and 11 tabs, a tab, then the 13th field at column 37.
+        {"too many fields", std::string(hdr) + "1\n" + row12 + "\t7\n", E::extra_field, 3, 13, 37,
          "expected 12 fields, found 13"},
-        {"non-numeric compute", with_field(3, "12x"), 3, 3,
+        {"non-numeric compute", with_field(3, "12x"), E::not_a_number, 3, 3, 6,
          "forward compute ns: not a number: '12x'"},
-        {"unknown collective", with_field(4, "ALLREDUCE_TP"), 3, 4,
+        {"unknown collective", with_field(4, "ALLREDUCE_TP"), E::unknown_collective, 3, 4, 8,
          "forward collective: unknown collective 'ALLREDUCE_TP'"},
-        {"lower-case collective", with_field(7, "allreduce"), 3, 7,
+        {"lower-case collective", with_field(7, "allreduce"), E::unknown_collective, 3, 7, 17,
          "unknown collective 'allreduce'"},
-        {"negative bytes", with_field(5, "-5"), 3, 5, "forward bytes: negative value '-5'"},
-        {"NaN compute", with_field(6, "NaN"), 3, 6,
+        {"negative bytes", with_field(5, "-5"), E::negative, 3, 5, 13,
+         "forward bytes: negative value '-5'"},
+        {"NaN compute", with_field(6, "NaN"), E::nan, 3, 6, 15,
          "input-grad compute ns: NaN is not a valid value"},
-        {"infinite compute", with_field(9, "inf"), 3, 9, "weight-grad compute ns: infinity"},
-        {"overflowing bytes", with_field(11, "18446744073709551616"), 3, 11,
+        {"infinite compute", with_field(9, "inf"), E::infinity, 3, 9, 24,
+         "weight-grad compute ns: infinity"},
+        {"overflowing bytes", with_field(11, "18446744073709551616"), E::too_large, 3, 11, 31,
          "weight-grad bytes: value '18446744073709551616' does not fit in 64 bits"},
-        {"overflowing exponent", with_field(8, "1e20"), 3, 8, "does not fit in 64 bits"},
-        {"fractional update", with_field(12, "1.5"), 3, 12, "update ns: not a whole number: '1.5'"},
-        {"fraction below one", with_field(3, "1e-3"), 3, 3, "not a whole number"},
-        {"bad exponent", with_field(3, "1e"), 3, 3, "not a number: '1e'"},
-        {"layer id not an integer", with_field(2, "x"), 3, 2, "layer id: not an integer: 'x'"},
-        {"layer id too large", with_field(2, "99999999999"), 3, 2, "does not fit in an int"},
-        {"truncated file", std::string(hdr) + "3\n" + good + good, 5, 0,
+        {"overflowing exponent", with_field(8, "1e20"), E::too_large, 3, 8, 22,
+         "does not fit in 64 bits"},
+        {"fractional update", with_field(12, "1.5"), E::fraction, 3, 12, 33,
+         "update ns: not a whole number: '1.5'"},
+        {"fraction below one", with_field(3, "1e-3"), E::fraction, 3, 3, 6, "not a whole number"},
+        {"bad exponent", with_field(3, "1e"), E::not_a_number, 3, 3, 6, "not a number: '1e'"},
+        {"layer id not an integer", with_field(2, "x"), E::not_a_number, 3, 2, 3,
+         "layer id: not an integer: 'x'"},
+        {"layer id too large", with_field(2, "99999999999"), E::too_large, 3, 2, 3,
+         "does not fit in an int"},
+        {"truncated file", std::string(hdr) + "3\n" + good + good, E::truncated, 5, 0, 0,
          "file ends after 2 of 3 declared rows"},
-        {"truncated, last line missing its tail", std::string(hdr) + "2\n" + good + "b\t-1\t1", 4,
-         4, "expected 12 fields, found 3"},
-        {"more rows than declared", std::string(hdr) + "1\n" + good + good + good, 4, 0,
-         "header declares 1 rows, found 3"},
-        {"blank line between rows", std::string(hdr) + "3\n" + good + "\n" + good + good, 4, 0,
-         "blank line where row 2 of 3 was expected"},
+        // "b\t-1\t1" is 6 bytes: the missing 4th field would start at column 7.
+        {"truncated, last line missing its tail", std::string(hdr) + "2\n" + good + "b\t-1\t1",
+         E::missing_field, 4, 4, 7, "expected 12 fields, found 3"},
+        {"more rows than declared", std::string(hdr) + "1\n" + good + good + good, E::extra_rows, 4,
+         0, 0, "header declares 1 rows, found 3"},
+        {"blank line between rows", std::string(hdr) + "3\n" + good + "\n" + good + good,
+         E::blank_line, 4, 0, 0, "blank line where row 2 of 3 was expected"},
     };
     CHECK(cases.size() >= 15);
+    // Every code but none is produced by some case.
+    for (auto code = static_cast<std::uint8_t>(E::empty_file);
+         code <= static_cast<std::uint8_t>(E::extra_rows); ++code) {
+        CAPTURE(static_cast<int>(code));
+        CHECK(std::any_of(cases.begin(), cases.end(),
+                          [&](const malformed_case& c) { return c.code == static_cast<E>(code); }));
+    }
     for (const malformed_case& c : cases) {
         CAPTURE(c.what);
         const sm::parse_result r = sm::parse_workload(c.text);
         REQUIRE_FALSE(r);
         const sm::parse_error& e = *r.error;
         CAPTURE(e.to_string());
+        CHECK(e.code == c.code);
         CHECK(e.line == c.line);
         CHECK(e.field == c.field);
+        CHECK(e.column == c.column);
         CHECK(e.message.find(c.message) != std::string::npos);
+        CHECK(sm::describe(e.code) != sm::describe(sm::parse_errc::none));
         CHECK(r.value == sm::workload{}); // nothing half-parsed leaks out
     }
 }

@@ -143,3 +143,51 @@ TEST_CASE("simai compare: microbatch labels of many blocks, found by division") 
         CHECK(c.corrected.peak_microbatches_in_flight == 1);
     }
 }
+
+namespace {
+bool same_report(const simai::order_report& a, const simai::order_report& b) {
+    return a.name == b.name && a.events == b.events && a.peak_microbatches_in_flight == b.peak_microbatches_in_flight &&
+           a.optimizer_before_backward == b.optimizer_before_backward &&
+           a.optimizer_after_all_grad_sync == b.optimizer_after_all_grad_sync && a.makespan_ns == b.makespan_ns &&
+           a.compute_ns == b.compute_ns && a.exposed_grad_sync_ns == b.exposed_grad_sync_ns && a.check == b.check;
+}
+} // namespace
+
+TEST_CASE("simai compare: a policy value gives what the catalogued schedule gives") {
+    // compare(w, policy) (simai/compare.hpp, instantiates only that policy) and
+    // compare(w, schedule_id) (simai/compare_catalog.hpp, dispatches at run time) are one code path.
+    const simai::workload w = load("aicb_gpt13b_tp8_pp2_ga16.txt");
+    const ps::shape dims{w.header.pp, w.header.ga, 1};
+    for (const ps::schedule_info& s : ps::schedules) {
+        INFO(s.name);
+        const simai::comparison by_id = simai::compare(w, s.id);
+        ps::schedule_options options{};
+        options.dims = dims;
+        const simai::comparison by_value = ps::with_schedule(s.id, options, [&](const auto& pol) {
+            return simai::compare(w, pol, {}, ps::display_name(s));
+        });
+        CHECK(same_report(by_id.simai, by_value.simai));
+        CHECK(same_report(by_id.corrected, by_value.corrected));
+        CHECK(by_id.problems.size() == by_value.problems.size());
+    }
+    // The default name is the policy's own.
+    const simai::comparison c = simai::compare(w, ps::one_f_one_b<>{dims});
+    CHECK(c.corrected.name == "one_f_one_b");
+    CHECK(c.corrected.check);
+    CHECK(c.corrected.peak_microbatches_in_flight == 2);
+}
+
+TEST_CASE("simai compare: a policy of another shape than the workload's is refused, not replayed") {
+    const simai::workload w = load("seed_tp2_ga2.txt"); // pp 1, ga 2
+    for (const ps::shape dims : {ps::shape{1, 3, 1}, ps::shape{2, 2, 1}, ps::shape{1, 1, 1}}) {
+        const simai::comparison c = simai::compare(w, ps::one_f_one_b<>{dims});
+        CHECK(c.corrected.check.code == ps::verdict_code::invalid_shape);
+        CHECK(c.corrected.check.shape_message == "the policy's ranks and microbatches must be the workload's pp and ga");
+        CHECK(c.corrected.events.empty());
+        CHECK(c.simai.events.size() == 12); // SimAI's side is there all the same
+    }
+    // A shape the policy itself rejects names the policy's constraint.
+    const simai::comparison c = simai::compare(w, ps::zbv{{1, 2, 1}});
+    CHECK(c.corrected.check.code == ps::verdict_code::invalid_shape);
+    CHECK(c.corrected.check.shape_message == ps::zbv{{1, 2, 1}}.check().message);
+}

@@ -1,8 +1,7 @@
 // pipesched simai
 #include <pipesched/io/json.hpp>
-#include <pipesched/io/simai.hpp>
-#include <pipesched/io/simai_compare.hpp>
 #include <pipesched/simai/analytical_compare.hpp>
+#include <pipesched/simai/parse.hpp>
 
 #include <charconv>
 #include <cmath>

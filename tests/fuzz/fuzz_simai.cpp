@@ -1,7 +1,11 @@
 // libFuzzer target: simai::parse_workload on arbitrary bytes. An accepted input must survive
 // write_workload -> parse_workload unchanged, and SimAI's order and the structure analysis must
-// accept it; a rejected one must point at a line of the input (or at none) and leave no value.
-#include <pipesched/io/simai.hpp>
+// accept it; a rejected one must carry an error code, point at a line of the input (or at none)
+// and leave no value.
+#include <pipesched/simai/order.hpp>
+#include <pipesched/simai/parse.hpp>
+#include <pipesched/simai/structure.hpp>
+#include <pipesched/simai/write.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!first) {
         const sm::parse_error& e = *first.error;
         require(!e.message.empty());
+        require(e.code != sm::parse_errc::none);
+        require(!sm::describe(e.code).empty());
         require(e.line <= line_limit(text));
         require(e.field <= sm::row_fields + 1 || e.line == 1);
         require(first.value == sm::workload{});

@@ -2,8 +2,8 @@
 // parse_workload accepts, not only the parser. Shapes are bounded (pp and ga at most 64, 512
 // rows) so that one input stays fast; the tool refuses larger ones with its own limits.
 #include <pipesched/catalog.hpp>
-#include <pipesched/io/simai.hpp>
-#include <pipesched/io/simai_compare.hpp>
+#include <pipesched/simai/compare_catalog.hpp>
+#include <pipesched/simai/parse.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -24,11 +24,13 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "../io/simai_compare.hpp"
 #include "analytical_report.hpp"
+#include "compare.hpp"
+#include "compare_catalog.hpp"
 
 namespace pipesched::simai {
 
@@ -67,10 +69,12 @@ struct analytical_comparison_result {
     return net;
 }
 
-/// SimAI's analytical report of `w` under `opt`, and both orders replayed on SimAI's model.
-[[nodiscard]] inline analytical_comparison_result compare_analytical(const workload& w,
-                                                                     schedule_id policy = schedule_id::one_f_one_b,
-                                                                     const analytical_options& opt = {}) {
+/// SimAI's analytical report of `w` under `opt`, and both orders replayed on SimAI's model;
+/// `policy` must have the workload's pp ranks and ga microbatches (see compare).
+template <schedule_policy Policy>
+[[nodiscard]] analytical_comparison_result compare_analytical(const workload& w, const Policy& policy,
+                                                              const analytical_options& opt = {},
+                                                              std::string_view name = Policy::name) {
     analytical_comparison_result out{};
     analytical_result r = report(w, opt);
     if (!r) {
@@ -81,7 +85,7 @@ struct analytical_comparison_result {
     c.report = std::move(r.value);
     const network_model net = simai_network_model(w, c.report);
     c.p2p_message_ns = net.p2p_message_ns;
-    c.timeline = compare(w, policy, net);
+    c.timeline = compare(w, policy, net, name);
     c.simai_bubble_ns = c.report.totals.bubble_time_us * 1000.0;
     const auto pipeline_bubble = [](const comparison& t) {
         if (t.corrected_ranks.empty()) return 0.0;
@@ -97,9 +101,21 @@ struct analytical_comparison_result {
     if (c.p2p_message_ns > 0.0) {
         network_model free_p2p = net;
         free_p2p.p2p_message_ns = 0.0;
-        c.policy_bubble_without_p2p_ns = pipeline_bubble(compare(w, policy, free_p2p));
+        c.policy_bubble_without_p2p_ns = pipeline_bubble(compare(w, policy, free_p2p, name));
     }
     return out;
+}
+
+/// The same for a catalogued schedule chosen at run time, over the workload's pp ranks and ga
+/// microbatches with one chunk per rank (a template only so that the dispatch over every
+/// schedule is compiled where it is called; see compare_catalog.hpp).
+template <int Lazy = 0>
+[[nodiscard]] analytical_comparison_result compare_analytical(const workload& w,
+                                                              schedule_id policy = schedule_id::one_f_one_b,
+                                                              const analytical_options& opt = {}) {
+    return with_workload_schedule(w, policy, [&](const auto& pol, std::string_view name) {
+        return compare_analytical(w, pol, opt, name);
+    });
 }
 
 } // namespace pipesched::simai

@@ -44,7 +44,9 @@
 #include <system_error>
 #include <vector>
 
-#include "../io/simai.hpp"
+#include "../detail/text.hpp"
+#include "parse.hpp" // for its users, who parse workloads (it came with this header before the split)
+#include "workload.hpp"
 #include "ratio_tables.hpp"
 
 namespace pipesched::simai {
@@ -134,13 +136,9 @@ template <class T> [[nodiscard]] bool parse_whole(std::string_view s, T& out) {
 [[nodiscard]] inline simai_command parse_simai_arguments(std::string_view args) {
     simai_command cmd{};
     std::vector<std::string_view> tokens;
-    for (std::size_t i = 0; i < args.size();) {
-        while (i < args.size() && (args[i] == ' ' || args[i] == '\t' || args[i] == '\n')) ++i;
-        std::size_t j = i;
-        while (j < args.size() && args[j] != ' ' && args[j] != '\t' && args[j] != '\n') ++j;
-        if (j > i) tokens.push_back(args.substr(i, j - i));
-        i = j;
-    }
+    pipesched::detail::for_each_token(
+        args, [&tokens](pipesched::detail::token t) { tokens.push_back(t.text); },
+        [](char c) { return c == ' ' || c == '\t' || c == '\n'; });
     analytical_options& o = cmd.options;
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         const std::string_view flag = tokens[i];

@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "../io/simai.hpp"
+#include "workload.hpp"
 #include "analytical_network.hpp"
 
 namespace pipesched::simai {

@@ -2,7 +2,7 @@
 //
 // SimAI's Workload sweeps the rows of an AICB workload once: forward over rows 0..n-1, backward
 // over n-1..0. That is GPipe's order on one stage, with the loss and optimizer rows in the
-// forward sweep and the gradient synchronisation last (io/simai.hpp). `step_scheduler` gives
+// forward sweep and the gradient synchronisation last (order.hpp). `step_scheduler` gives
 // SimAI the corrected order instead: for a parsed workload and a schedule policy it yields, per
 // pipeline rank, the SimAI steps of one training iteration in the order
 // `pipesched::iteration<policy>` runs them:
@@ -41,7 +41,9 @@
 #include <vector>
 
 #include "../iteration.hpp"
-#include "../io/simai.hpp"
+#include "parse.hpp" // for its users, who parse workloads (it came with this header before the split)
+#include "structure.hpp"
+#include "workload.hpp"
 
 namespace pipesched::simai {
 
