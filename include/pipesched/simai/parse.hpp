@@ -80,7 +80,7 @@ enum class parse_errc : std::uint8_t {
     duplicate_key,      ///< a header key given twice
     missing_key,        ///< pp: or ga: is absent
     zero_value,         ///< pp, ga or the row count is 0
-    short_layer_list,   ///< checkpoints: N (or checkpoint_initiates:) with fewer than N layers after it
+    short_layer_list,   ///< `checkpoints: N` with fewer than N layers after it
     layer_out_of_range, ///< a checkpoint layer that names no row
     missing_row_count,  ///< line 2 is absent or blank
     extra_token,        ///< more than one token on the row-count line
@@ -92,7 +92,7 @@ enum class parse_errc : std::uint8_t {
     nan,                ///< NaN
     infinity,           ///< inf / infinity
     fraction,           ///< a count that is not a whole number
-    too_large,          ///< does not fit its field: 64 bits, 32 bits (header counts), an int (layer id)
+    too_large,          ///< beyond 64 bits, 32 bits (header counts) or an int (layer id)
     out_of_range,       ///< beyond the range of a double (pp_comm)
     truncated,          ///< the file ends before the declared rows
     blank_line,         ///< a blank line where a row was expected
@@ -101,32 +101,58 @@ enum class parse_errc : std::uint8_t {
 
 [[nodiscard]] constexpr std::string_view describe(parse_errc e) noexcept {
     switch (e) {
-    case parse_errc::none: return "no error";
-    case parse_errc::empty_file: return "empty file";
-    case parse_errc::empty_header: return "empty header line";
-    case parse_errc::unsupported_policy: return "unsupported policy";
-    case parse_errc::malformed_key: return "malformed header key";
-    case parse_errc::missing_value: return "header key without a value";
-    case parse_errc::duplicate_key: return "duplicate header key";
-    case parse_errc::missing_key: return "missing required header key";
-    case parse_errc::zero_value: return "value must be at least 1";
-    case parse_errc::short_layer_list: return "fewer checkpoint layers than announced";
-    case parse_errc::layer_out_of_range: return "checkpoint layer out of range";
-    case parse_errc::missing_row_count: return "missing row-count line";
-    case parse_errc::extra_token: return "more than one token on the row-count line";
-    case parse_errc::missing_field: return "missing field";
-    case parse_errc::extra_field: return "unexpected field";
-    case parse_errc::unknown_collective: return "unknown collective";
-    case parse_errc::not_a_number: return "not a number";
-    case parse_errc::negative: return "negative value";
-    case parse_errc::nan: return "NaN";
-    case parse_errc::infinity: return "infinity";
-    case parse_errc::fraction: return "not a whole number";
-    case parse_errc::too_large: return "value too large for its field";
-    case parse_errc::out_of_range: return "value out of range for a double";
-    case parse_errc::truncated: return "truncated file";
-    case parse_errc::blank_line: return "blank line among the rows";
-    case parse_errc::extra_rows: return "more rows than declared";
+    case parse_errc::none:
+        return "no error";
+    case parse_errc::empty_file:
+        return "empty file";
+    case parse_errc::empty_header:
+        return "empty header line";
+    case parse_errc::unsupported_policy:
+        return "unsupported policy";
+    case parse_errc::malformed_key:
+        return "malformed header key";
+    case parse_errc::missing_value:
+        return "header key without a value";
+    case parse_errc::duplicate_key:
+        return "duplicate header key";
+    case parse_errc::missing_key:
+        return "missing required header key";
+    case parse_errc::zero_value:
+        return "value must be at least 1";
+    case parse_errc::short_layer_list:
+        return "fewer checkpoint layers than announced";
+    case parse_errc::layer_out_of_range:
+        return "checkpoint layer out of range";
+    case parse_errc::missing_row_count:
+        return "missing row-count line";
+    case parse_errc::extra_token:
+        return "more than one token on the row-count line";
+    case parse_errc::missing_field:
+        return "missing field";
+    case parse_errc::extra_field:
+        return "unexpected field";
+    case parse_errc::unknown_collective:
+        return "unknown collective";
+    case parse_errc::not_a_number:
+        return "not a number";
+    case parse_errc::negative:
+        return "negative value";
+    case parse_errc::nan:
+        return "NaN";
+    case parse_errc::infinity:
+        return "infinity";
+    case parse_errc::fraction:
+        return "not a whole number";
+    case parse_errc::too_large:
+        return "value too large for its field";
+    case parse_errc::out_of_range:
+        return "value out of range for a double";
+    case parse_errc::truncated:
+        return "truncated file";
+    case parse_errc::blank_line:
+        return "blank line among the rows";
+    case parse_errc::extra_rows:
+        return "more rows than declared";
     }
     return "?";
 }
@@ -136,7 +162,8 @@ struct parse_error {
     std::size_t field = 0;  ///< 1-based field (row) or token (header) index; 0 when not known
     std::size_t column = 0; ///< 1-based byte column in the line; 0 when not known
     std::string message;
-    parse_errc code = parse_errc::none; ///< last, so that {line, field, column, message} still works
+    /// Last, so that parse_error{line, field, column, message} still compiles.
+    parse_errc code = parse_errc::none;
 
     /// "line 5, field 3, column 20: ..."
     [[nodiscard]] std::string to_string() const {
@@ -211,14 +238,22 @@ enum class number_errc : std::uint8_t {
 
 [[nodiscard]] constexpr parse_errc to_parse_errc(number_errc e) noexcept {
     switch (e) {
-    case number_errc::ok: return parse_errc::none;
-    case number_errc::not_a_number: return parse_errc::not_a_number;
-    case number_errc::negative: return parse_errc::negative;
-    case number_errc::nan: return parse_errc::nan;
-    case number_errc::infinity: return parse_errc::infinity;
-    case number_errc::fraction: return parse_errc::fraction;
-    case number_errc::overflow: return parse_errc::too_large;
-    case number_errc::out_of_range: return parse_errc::out_of_range;
+    case number_errc::ok:
+        return parse_errc::none;
+    case number_errc::not_a_number:
+        return parse_errc::not_a_number;
+    case number_errc::negative:
+        return parse_errc::negative;
+    case number_errc::nan:
+        return parse_errc::nan;
+    case number_errc::infinity:
+        return parse_errc::infinity;
+    case number_errc::fraction:
+        return parse_errc::fraction;
+    case number_errc::overflow:
+        return parse_errc::too_large;
+    case number_errc::out_of_range:
+        return parse_errc::out_of_range;
     }
     return parse_errc::not_a_number;
 }
@@ -416,7 +451,8 @@ inline constexpr std::array<std::string_view, row_fields> field_names{
     for_each_token(line, [&](token t) { tokens.push_back(t); });
     if (tokens.empty()) {
         return make_error(
-            parse_errc::empty_header, 1, 0, 0, "empty header line (expected a policy name followed by key: value pairs)");
+            parse_errc::empty_header, 1, 0, 0,
+            "empty header line (expected a policy name followed by key: value pairs)");
     }
     h.policy = std::string(tokens[0].text);
     if (h.policy != "HYBRID_TRANSFORMER_FWD_IN_BCKWD" && h.policy != "HYBRID_TRANSFORMER") {
@@ -507,8 +543,8 @@ inline constexpr std::array<std::string_view, row_fields> field_names{
                     const number_errc e = parse_whole(tokens[i].text, layer);
                     if (e != number_errc::ok || layer > std::numeric_limits<std::uint32_t>::max()) {
                         return make_error(
-                            e != number_errc::ok ? to_parse_errc(e) : parse_errc::too_large, 1, i + 1,
-                            tokens[i].column,
+                            e != number_errc::ok ? to_parse_errc(e) : parse_errc::too_large, 1,
+                            i + 1, tokens[i].column,
                             "header key '" + key_name + "': layer " + std::to_string(k + 1) +
                                 " of " + std::to_string(count) + ": " +
                                 (e != number_errc::ok ? describe(e, tokens[i].text)
@@ -572,7 +608,8 @@ inline constexpr std::array<std::string_view, row_fields> field_names{
         std::string message =
             "expected " + std::to_string(row_fields) + " fields, found " + std::to_string(count);
         if (count > row_fields) {
-            return make_error(parse_errc::extra_field, line_no, row_fields + 1, fields[row_fields].column,
+            return make_error(parse_errc::extra_field, line_no, row_fields + 1,
+                              fields[row_fields].column,
                               message + " (unexpected field 13 and later)");
         }
         std::size_t end = line.size();
@@ -592,9 +629,11 @@ inline constexpr std::array<std::string_view, row_fields> field_names{
         int v = 0;
         const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
         if (ec == std::errc::result_out_of_range)
-            return fail(parse_errc::too_large, 1, "value '" + std::string(t.substr(0, 40)) + "' does not fit in an int");
+            return fail(parse_errc::too_large, 1,
+                        "value '" + std::string(t.substr(0, 40)) + "' does not fit in an int");
         if (ec != std::errc{} || ptr != t.data() + t.size()) {
-            return fail(parse_errc::not_a_number, 1, "not an integer: '" + std::string(t.substr(0, 40)) + "'");
+            return fail(parse_errc::not_a_number, 1,
+                        "not an integer: '" + std::string(t.substr(0, 40)) + "'");
         }
         r.layer_id = v;
     }
