@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../analysis/simulate_iteration.hpp"
