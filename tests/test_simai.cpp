@@ -2,6 +2,8 @@
 // structure analysis, the writer, and malformed inputs.
 #include <doctest/doctest.h>
 
+#include "simai_data.hpp"
+
 #include <pipesched/simai/order.hpp>
 #include <pipesched/simai/parse.hpp>
 #include <pipesched/simai/structure.hpp>
@@ -18,28 +20,11 @@
 #include <string_view>
 #include <vector>
 
-#ifndef PIPESCHED_SIMAI_DATA_DIR
-#error "tests/CMakeLists.txt must define PIPESCHED_SIMAI_DATA_DIR"
-#endif
-
 namespace sm = pipesched::simai;
+using pipesched_test::load_simai_workload;
+using pipesched_test::read_simai_data;
 
 namespace {
-
-std::string read_data(const std::string& file) {
-    const std::string path = std::string(PIPESCHED_SIMAI_DATA_DIR) + "/" + file;
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-sm::workload load(const std::string& file) {
-    const sm::parse_result r = sm::parse_workload(read_data(file));
-    REQUIRE_MESSAGE(r, file << ": " << (r.error ? r.error->to_string() : std::string()));
-    return r.value;
-}
 
 sm::phase_cost cost(std::uint64_t ns, sm::collective kind, sm::comm_group group,
                     std::uint64_t bytes) {
@@ -123,7 +108,7 @@ void check_step(const sm::step& got, const expect_step& e, std::size_t index) {
 // =============================================================================================
 
 TEST_CASE("simai: seed file (the workload from the SimAI GA question)") {
-    const sm::workload w = load("seed_tp2_ga2.txt");
+    const sm::workload w = load_simai_workload("seed_tp2_ga2.txt");
     const sm::header& h = w.header;
     CHECK(h.policy == "HYBRID_TRANSFORMER_FWD_IN_BCKWD");
     CHECK(h.tp == 2u);
@@ -151,7 +136,7 @@ TEST_CASE("simai: seed file (the workload from the SimAI GA question)") {
 }
 
 TEST_CASE("simai: AICB DeepSeek-16B file (TP2 EP4 PP2 GA8, float pp_comm)") {
-    const sm::workload w = load("aicb_deepseek16b_tp2_pp2_ep4_ga8.txt");
+    const sm::workload w = load_simai_workload("aicb_deepseek16b_tp2_pp2_ep4_ga8.txt");
     const sm::header& h = w.header;
     CHECK(h.tp == 2u);
     CHECK(h.ep == 4u);
@@ -177,7 +162,7 @@ TEST_CASE("simai: AICB DeepSeek-16B file (TP2 EP4 PP2 GA8, float pp_comm)") {
 }
 
 TEST_CASE("simai: AICB GPT-13B file (TP8 PP2 GA16)") {
-    const sm::workload w = load("aicb_gpt13b_tp8_pp2_ga16.txt");
+    const sm::workload w = load_simai_workload("aicb_gpt13b_tp8_pp2_ga16.txt");
     const sm::header& h = w.header;
     CHECK(h.tp == 8u);
     CHECK(h.ep == 1u);
@@ -197,7 +182,7 @@ TEST_CASE("simai: AICB GPT-13B file (TP8 PP2 GA16)") {
 }
 
 TEST_CASE("simai: AICB GPT-7B file (TP8 PP1 GA8)") {
-    const sm::workload w = load("aicb_gpt7b_tp8_pp1_ga8.txt");
+    const sm::workload w = load_simai_workload("aicb_gpt7b_tp8_pp1_ga8.txt");
     const sm::header& h = w.header;
     CHECK(h.tp == 8u);
     CHECK(h.pp == 1u);
@@ -215,7 +200,7 @@ TEST_CASE("simai: AICB GPT-7B file (TP8 PP1 GA8)") {
 }
 
 TEST_CASE("simai: AICB MoE file (TP2 EP16 PP12 GA24, `pp_comm` without colon)") {
-    const sm::workload w = load("aicb_moe_tp2_ep16_pp12_ga24.txt");
+    const sm::workload w = load_simai_workload("aicb_moe_tp2_ep16_pp12_ga24.txt");
     const sm::header& h = w.header;
     CHECK(h.tp == 2u);
     CHECK(h.ep == 16u);
@@ -240,7 +225,7 @@ TEST_CASE("simai: every real file round-trips through write_workload") {
                              "aicb_gpt13b_tp8_pp2_ga16.txt", "aicb_gpt7b_tp8_pp1_ga8.txt",
                              "aicb_moe_tp2_ep16_pp12_ga24.txt"}) {
         CAPTURE(file);
-        const sm::workload w = load(file);
+        const sm::workload w = load_simai_workload(file);
         const std::string text = sm::write_workload(w);
         const sm::parse_result again = sm::parse_workload(text);
         REQUIRE(again);
@@ -248,7 +233,7 @@ TEST_CASE("simai: every real file round-trips through write_workload") {
         CHECK(sm::write_workload(again.value) == text);
     }
     // The seed file is tab-separated with one tab; the writer reproduces it byte for byte.
-    CHECK(sm::write_workload(load("seed_tp2_ga2.txt")) == read_data("seed_tp2_ga2.txt"));
+    CHECK(sm::write_workload(load_simai_workload("seed_tp2_ga2.txt")) == read_simai_data("seed_tp2_ga2.txt"));
 }
 
 // =============================================================================================
@@ -256,7 +241,7 @@ TEST_CASE("simai: every real file round-trips through write_workload") {
 // =============================================================================================
 
 TEST_CASE("simai: SimAI's order for the seed file, by hand") {
-    const sm::workload w = load("seed_tp2_ga2.txt");
+    const sm::workload w = load_simai_workload("seed_tp2_ga2.txt");
     const std::vector<sm::step> steps = sm::simai_order(w);
     // Forward sweep: rows 0..6 only compute 1 ns (no collectives in their forward column),
     // then every layer row computes and all-reduces in the TP group, blocking.
@@ -326,7 +311,7 @@ TEST_CASE("simai: SimAI's order for the seed file, by hand") {
 }
 
 TEST_CASE("simai: order options") {
-    const sm::workload seed = load("seed_tp2_ga2.txt");
+    const sm::workload seed = load_simai_workload("seed_tp2_ga2.txt");
     SUBCASE("without skipping no-ops every row has six steps") {
         sm::order_options opt;
         opt.skip_noops = false;
@@ -339,7 +324,7 @@ TEST_CASE("simai: order options") {
         CHECK(steps.back().ph == WG);
     }
     SUBCASE("forward collectives below 4096 bytes are padded, others are not") {
-        const sm::workload w = load("aicb_deepseek16b_tp2_pp2_ep4_ga8.txt");
+        const sm::workload w = load_simai_workload("aicb_deepseek16b_tp2_pp2_ep4_ga8.txt");
         const auto padded = sm::simai_order(w);
         sm::order_options opt;
         opt.pad_small_forward = false;
@@ -372,7 +357,7 @@ TEST_CASE("simai: order options") {
         CHECK(found);
     }
     SUBCASE("NONE collectives with bytes are not issued") {
-        const sm::workload w = load("aicb_gpt7b_tp8_pp1_ga8.txt");
+        const sm::workload w = load_simai_workload("aicb_gpt7b_tp8_pp1_ga8.txt");
         for (const auto& s : sm::simai_order(w)) {
             if (s.what == X)
                 CHECK(s.kind != none);
@@ -431,7 +416,7 @@ TEST_CASE("simai: checkpoints rerun the forward from the checkpoint up to the in
 // =============================================================================================
 
 TEST_CASE("simai: structure of the seed file") {
-    const sm::workload w = load("seed_tp2_ga2.txt");
+    const sm::workload w = load_simai_workload("seed_tp2_ga2.txt");
     const sm::structure s = sm::analyse(w);
     CHECK(s.prefix_end == 7);
     CHECK(s.body_begin == 7);
@@ -477,7 +462,7 @@ TEST_CASE("simai: structure of the AICB files (all unroll ga)") {
                               expected{"aicb_gpt7b_tp8_pp1_ga8.txt", 3, 131, 8, 0},
                               expected{"aicb_moe_tp2_ep16_pp12_ga24.txt", 6, 74, 24, 23}}) {
         CAPTURE(e.file);
-        const sm::workload w = load(e.file);
+        const sm::workload w = load_simai_workload(e.file);
         const sm::structure s = sm::analyse(w);
         const std::size_t n = w.rows.size();
         CHECK(s.prefix_end == e.prefix);
@@ -565,7 +550,7 @@ TEST_CASE("simai: structure problems are reported with rows") {
 // =============================================================================================
 
 TEST_CASE("simai: accepted spellings") {
-    const std::string seed = read_data("seed_tp2_ga2.txt");
+    const std::string seed = read_simai_data("seed_tp2_ga2.txt");
     const sm::workload reference = sm::parse_workload(seed).value;
 
     SUBCASE("CRLF line ends") {

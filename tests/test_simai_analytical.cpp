@@ -9,6 +9,8 @@
 // parse_simai_arguments and checks that pipesched writes the same CSV byte for byte.
 #include <doctest/doctest.h>
 
+#include "simai_data.hpp"
+
 #include <pipesched/simai/analytical_report.hpp>
 
 #include <algorithm>
@@ -22,28 +24,11 @@
 #include <string_view>
 #include <vector>
 
-#ifndef PIPESCHED_SIMAI_DATA_DIR
-#error "tests/CMakeLists.txt must define PIPESCHED_SIMAI_DATA_DIR"
-#endif
-
 namespace sm = pipesched::simai;
+using pipesched_test::load_simai_workload;
+using pipesched_test::read_simai_data;
 
 namespace {
-
-std::string read_workload_file(const std::string& file) {
-    const std::string path = std::string(PIPESCHED_SIMAI_DATA_DIR) + "/" + file;
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-sm::workload load_workload(const std::string& file) {
-    const sm::parse_result r = sm::parse_workload(read_workload_file(file));
-    REQUIRE_MESSAGE(r, file << ": " << (r.error ? r.error->to_string() : std::string()));
-    return r.value;
-}
 
 std::uint64_t fnv1a64(std::string_view s) {
     std::uint64_t h = 0xcbf29ce484222325u;
@@ -174,7 +159,7 @@ replay run_like_simai(std::string_view arguments) {
     replay r{};
     r.command = sm::parse_simai_arguments(arguments);
     REQUIRE_MESSAGE(r.command, *r.command.error);
-    r.workload = load_workload(r.command.workload);
+    r.workload = load_simai_workload(r.command.workload);
     r.result = sm::report(r.workload, r.command.options);
     REQUIRE_MESSAGE(r.result, r.result.error->to_string(&r.workload));
     r.csv = sm::end_to_end_csv(r.result.value, r.command.result_name);
@@ -239,7 +224,7 @@ TEST_CASE("simai analytical report: degenerate -g is reproduced and explained") 
 }
 
 TEST_CASE("simai analytical report: configurations where SimAI's numbers are meaningless are refused") {
-    const sm::workload seed = load_workload("seed_tp2_ga2.txt");
+    const sm::workload seed = load_simai_workload("seed_tp2_ga2.txt");
     SUBCASE("-n_p_s 1 with tp 2: 1/2 NICs per rank is 0, bandwidth -1") {
         // SimAI prints "grad_gather,...,18446744073635576,0.00,0.00,..." for this command
         // (-w seed_tp2_ga2.txt -g 4 -g_p_s 2 -n_p_s 1 -nv 200 -nic 25).
@@ -309,7 +294,7 @@ TEST_CASE("simai analytical report: properties over the five files") {
     std::mt19937 rng(12345);
     for (const char* file : files) {
         CAPTURE(file);
-        const sm::workload w = load_workload(file);
+        const sm::workload w = load_simai_workload(file);
         sm::analytical_options o{};
         const sm::analytical_result base = sm::report(w, o);
         REQUIRE_MESSAGE(base, base.error->to_string(&w));
