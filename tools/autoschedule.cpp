@@ -141,6 +141,8 @@ std::string json_report(const pipesched::autoschedule_result& r,
         pipesched::json::append_number(s, r.heuristic_span);
     else
         s += "null";
+    s += ",\"lower_bound\":";
+    pipesched::json::append_number(s, r.lower_bound);
     s += ",\"best_named\":";
     if (named) {
         s += "{\"schedule\":";
@@ -185,6 +187,8 @@ std::string text_report(const request& req, const pipesched::autoschedule_result
             work = std::max(work, req.dims.microbatches * (t.forward + t.backward_input + t.backward_weight));
         }
         rows.push_back({"zero bubble heuristic", fixed(r.heuristic_span), "-", fixed((r.heuristic_span - work) / r.heuristic_span), "-"});
+        if (r.lower_bound > 0.0)
+            rows.push_back({"lower bound (none shorter)", fixed(r.lower_bound), "-", fixed((r.lower_bound - work) / r.lower_bound), "-"});
     }
     if (named) {
         rows.push_back({std::string{pipesched::display_name(pipesched::info(named->id))} + " (best named that fits)",
@@ -236,11 +240,12 @@ int run_autoschedule(const parsed_args& args) {
 const command_spec autoschedule_command{
     "autoschedule", "search a zero-bubble schedule for given costs under a memory limit",
     "Searches an order of F, I and W on every stage (one stage per rank) that minimises the span\n"
-    "under the memory limit: the Zero Bubble heuristic's variants, handcrafted orders, local search,\n"
-    "and on small shapes an exact branch and bound. text: the timeline and a comparison with the\n"
-    "heuristic and the best named schedule that fits; json: order (PyTorch actions per rank), span,\n"
-    "makespan, bubble_fraction, peak_memory and the same for the best named schedule; csv: the order\n"
-    "as PyTorch CSV. Exit status 1 when no schedule fits the limit, 2 for bad input.",
+    "under the memory limit: the Zero Bubble heuristic's variants, handcrafted orders, per-stage\n"
+    "templates, local search, and on small shapes an exact branch and bound. text: the timeline and\n"
+    "a comparison with the heuristic, the lower bound and the best named schedule that fits; json:\n"
+    "order (PyTorch actions per rank), span, makespan, bubble_fraction, peak_memory, lower_bound and\n"
+    "the same for the best named schedule; csv: the order as PyTorch CSV. Exit status 1 when no\n"
+    "schedule fits the limit, 2 for bad input.",
     autoschedule_flags, run_autoschedule};
 
 } // namespace pipesched::cli
