@@ -67,6 +67,7 @@
 #include "../policies/zb_h1.hpp"
 #include "../policies/zb_h2.hpp"
 #include "../shape.hpp"
+#include "replay.hpp"
 #include "simulate.hpp"
 
 namespace pipesched {
@@ -189,15 +190,14 @@ struct evaluation {
     }
 };
 
-/// The replay of issue's cost definitions on an order; buffers kept between calls.
+/// The replay of the cost definitions on an order, as a model of the one replay engine
+/// (replay.hpp): a stage runs its order until an input is missing and is woken by the stage
+/// that produces it. Buffers are kept between calls: the search evaluates thousands of orders.
 class evaluator {
 public:
     explicit evaluator(const problem& pr)
         : pr_{pr}, fend_(std::size_t{pr.p} * pr.m), iend_(std::size_t{pr.p} * pr.m),
-          pos_(pr.p), nf_(pr.p), ni_(pr.p), nw_(pr.p), free_(pr.p), first_(pr.p), memory_(pr.p),
-          blocked_(pr.p) {
-        work_.reserve(pr.p);
-    }
+          pos_(pr.p), nf_(pr.p), ni_(pr.p), nw_(pr.p), free_(pr.p), first_(pr.p), memory_(pr.p) {}
 
     evaluation run(const order& o) {
         evaluation out{};
@@ -213,21 +213,12 @@ public:
         std::fill(first_.begin(), first_.end(), unset);
         std::fill(memory_.begin(), memory_.end(), 0.0);
         out.peak.assign(p, 0.0);
-        // A worklist of ranks that can move: a rank runs until its next input is missing and
-        // is woken by the rank that produces that input (linear in the actions).
-        bool broken = false;
-        std::fill(blocked_.begin(), blocked_.end(), std::uint8_t{0});
-        work_.clear();
-        for (std::uint32_t s = p; s-- > 0;) work_.push_back(s);
-        while (!work_.empty() && !broken) {
-            const std::uint32_t s = work_.back();
-            work_.pop_back();
-            blocked_[s] = 0;
-            advance(o, s, out, broken);
-        }
-        if (broken) return out;
+        order_ = &o;
+        out_ = &out;
+        replay_engine<evaluator> engine{*this};
+        if (!engine.run()) return out; // an impossible order (broken) or a deadlock
         for (std::uint32_t s = 0; s < p; ++s) {
-            if (pos_[s] != o[s].size() || nw_[s] != m || ni_[s] != m || nf_[s] != m) return out;
+            if (nw_[s] != m || ni_[s] != m || nf_[s] != m) return out;
         }
         out.legal = true;
         out.fits = true;
@@ -243,71 +234,69 @@ public:
     /// Start times of the last run, per stage in order (for the timeline of the result).
     [[nodiscard]] double forward_end(std::uint32_t s, std::uint32_t i) const { return fend_[idx(s, i)]; }
 
+    // The replay engine's model.
+    [[nodiscard]] std::uint32_t ranks() const noexcept { return pr_.p; }
+    [[nodiscard]] bool done(std::uint32_t s) const noexcept { return pos_[s] == (*order_)[s].size(); }
+
+    /// Runs the next action of stage s: failed for an order that cannot be a schedule (an I
+    /// before its F, a W before its I, more than m of a kind), blocked if its input is missing.
+    template <class Engine>
+    step_result step(std::uint32_t s, Engine& engine) {
+        const std::vector<kind>& seq = (*order_)[s];
+        const kind k = seq[pos_[s]];
+        double ready = 0.0;
+        if (k == kind::f) {
+            const std::uint32_t i = nf_[s];
+            if (i >= pr_.m) return step_result::failed;
+            if (s > 0) {
+                const double t = fend_[idx(s - 1, i)];
+                if (t == unset) return step_result::blocked;
+                ready = t + pr_.comm;
+            }
+        } else if (k == kind::i) {
+            const std::uint32_t i = ni_[s];
+            if (i >= nf_[s]) return step_result::failed;
+            if (s + 1 == pr_.p) {
+                ready = fend_[idx(s, i)];
+            } else {
+                const double t = iend_[idx(s + 1, i)];
+                if (t == unset) return step_result::blocked;
+                ready = t + pr_.comm;
+            }
+        } else if (nw_[s] >= ni_[s]) {
+            return step_result::failed;
+        }
+        const double start = std::max(ready, free_[s]);
+        const double end = start + pr_.cost(s, k);
+        if (first_[s] == unset) first_[s] = start;
+        free_[s] = end;
+        memory_[s] += pr_.memory_change(s, k);
+        out_->peak[s] = std::max(out_->peak[s], memory_[s]);
+        if (k == kind::f) {
+            fend_[idx(s, nf_[s]++)] = end;
+            if (s + 1 < pr_.p) engine.wake(s + 1);
+        } else if (k == kind::i) {
+            iend_[idx(s, ni_[s]++)] = end;
+            if (s > 0) engine.wake(s - 1);
+        } else {
+            ++nw_[s];
+        }
+        ++pos_[s];
+        return pos_[s] == seq.size() ? step_result::finished : step_result::ran;
+    }
+
 private:
     static constexpr double unset = -1.0;
     [[nodiscard]] std::size_t idx(std::uint32_t s, std::uint32_t i) const noexcept {
         return std::size_t{s} * pr_.m + i;
     }
 
-    void wake(std::uint32_t s) {
-        if (blocked_[s] != 0) {
-            blocked_[s] = 0;
-            work_.push_back(s);
-        }
-    }
-
-    void advance(const order& o, std::uint32_t s, evaluation& out, bool& broken) {
-        const std::vector<kind>& seq = o[s];
-        while (pos_[s] < seq.size()) {
-            const kind k = seq[pos_[s]];
-            double ready = 0.0;
-            if (k == kind::f) {
-                const std::uint32_t i = nf_[s];
-                if (i >= pr_.m) { broken = true; return; }
-                if (s > 0) {
-                    const double t = fend_[idx(s - 1, i)];
-                    if (t == unset) { blocked_[s] = 1; return; }
-                    ready = t + pr_.comm;
-                }
-            } else if (k == kind::i) {
-                const std::uint32_t i = ni_[s];
-                if (i >= nf_[s]) { broken = true; return; }
-                if (s + 1 == pr_.p) {
-                    ready = fend_[idx(s, i)];
-                } else {
-                    const double t = iend_[idx(s + 1, i)];
-                    if (t == unset) { blocked_[s] = 1; return; }
-                    ready = t + pr_.comm;
-                }
-            } else if (nw_[s] >= ni_[s]) {
-                broken = true;
-                return;
-            }
-            const double start = std::max(ready, free_[s]);
-            const double end = start + pr_.cost(s, k);
-            if (first_[s] == unset) first_[s] = start;
-            free_[s] = end;
-            memory_[s] += pr_.memory_change(s, k);
-            out.peak[s] = std::max(out.peak[s], memory_[s]);
-            if (k == kind::f) {
-                fend_[idx(s, nf_[s]++)] = end;
-                if (s + 1 < pr_.p) wake(s + 1);
-            } else if (k == kind::i) {
-                iend_[idx(s, ni_[s]++)] = end;
-                if (s > 0) wake(s - 1);
-            } else {
-                ++nw_[s];
-            }
-            ++pos_[s];
-        }
-    }
-
     const problem& pr_;
     std::vector<double> fend_, iend_;
     std::vector<std::uint32_t> pos_, nf_, ni_, nw_;
     std::vector<double> free_, first_, memory_;
-    std::vector<std::uint8_t> blocked_;
-    std::vector<std::uint32_t> work_;
+    const order* order_ = nullptr;
+    evaluation* out_ = nullptr;
 };
 
 /// The published greedy (see the header comment), one variant, under a memory cap per stage.
