@@ -197,19 +197,7 @@ std::string text_report(const request& req, const pipesched::autoschedule_result
     } else {
         rows.push_back({"(no named schedule fits)", "-", "-", "-", "-"});
     }
-    std::array<std::size_t, 5> width{};
-    for (const auto& row : rows)
-        for (std::size_t i = 0; i < row.size(); ++i)
-            width[i] = std::max(width[i], row[i].size());
-    for (const auto& row : rows) {
-        for (std::size_t i = 0; i < row.size(); ++i) {
-            if (i + 1 == row.size())
-                s += row[i];
-            else
-                append_padded(s, row[i], width[i] + 2);
-        }
-        s += '\n';
-    }
+    append_columns<5>(s, rows);
     return s;
 }
 

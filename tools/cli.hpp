@@ -103,6 +103,24 @@ void append_padded(std::string& s, std::string_view text, std::size_t width);
 /// `text` right-aligned in a field of `width` characters.
 void append_right(std::string& s, std::string_view text, std::size_t width);
 
+/// Rows as left-aligned columns two spaces apart, each column as wide as its widest cell; the
+/// last column is not padded and no line ends in spaces.
+template <std::size_t Columns>
+void append_columns(std::string& s, std::span<const std::array<std::string, Columns>> rows) {
+    std::array<std::size_t, Columns> width{};
+    for (const auto& row : rows)
+        for (std::size_t i = 0; i < Columns; ++i)
+            width[i] = std::max(width[i], row[i].size());
+    for (const auto& row : rows) {
+        for (std::size_t i = 0; i + 1 < Columns; ++i)
+            append_padded(s, row[i], width[i] + 2);
+        s += row[Columns - 1];
+        while (!s.empty() && s.back() == ' ')
+            s.pop_back();
+        s += '\n';
+    }
+}
+
 inline constexpr std::size_t text_width = 100; ///< help text
 inline constexpr std::size_t demo_width = 92;  ///< the demonstration's paragraph
 

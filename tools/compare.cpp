@@ -98,25 +98,10 @@ int run_compare(const parsed_args& args) {
             row[6] = "placement custom: costs charged per stage as for one chunk";
         rows.push_back(std::move(row));
     }
-    std::array<std::size_t, 7> width{};
-    for (const auto& row : rows)
-        for (std::size_t i = 0; i < row.size(); ++i)
-            width[i] = std::max(width[i], row[i].size());
     std::string s = "p=" + number_text(p) + " m=" + number_text(m) + " v=" + number_text(v) +
                     "; costs per microbatch of one rank's layers (F, B, I, W), split evenly over its chunks;\n"
                     "peaks in microbatches of one rank's activations\n";
-    for (const auto& row : rows) {
-        for (std::size_t i = 0; i < row.size(); ++i) {
-            if (i + 1 == row.size()) {
-                s += row[i];
-            } else {
-                append_padded(s, row[i], width[i] + 2);
-            }
-        }
-        while (!s.empty() && s.back() == ' ')
-            s.pop_back();
-        s += '\n';
-    }
+    append_columns<7>(s, rows);
     output_buffer out{stdout};
     out.append(s);
     return finish_output(out);
