@@ -20,6 +20,7 @@ template <backward_kind Backward = backward_kind::full>
 class gpipe : public detail::single_chunk_schedule<gpipe<Backward>, Backward> {
 public:
     static constexpr std::string_view name = "gpipe";
+    static constexpr schedule_traits traits{.pytorch_name = "GPipe", .aliases = "allforwardallbackward afab"};
     static constexpr placement layout = placement::loop;
 
     pipesched::shape shape;

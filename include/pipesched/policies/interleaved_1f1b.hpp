@@ -34,6 +34,9 @@ template <backward_kind Backward = backward_kind::full>
 class interleaved_1f1b : public detail::phased_schedule<interleaved_1f1b<Backward>, Backward> {
 public:
     static constexpr std::string_view name = "interleaved_1f1b";
+    static constexpr schedule_traits traits{.pytorch_name = "Interleaved1F1B",
+        .aliases = "interleaved virtualpipeline",
+        .chunks = chunk_rule::any};
     static constexpr placement layout = placement::loop;
 
     pipesched::shape shape;

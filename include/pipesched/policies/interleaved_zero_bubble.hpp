@@ -143,6 +143,8 @@ private:
 class interleaved_zero_bubble : public detail::zb1p_schedule<interleaved_zero_bubble> {
 public:
     static constexpr std::string_view name = "interleaved_zero_bubble";
+    static constexpr schedule_traits traits{.pytorch_name = "InterleavedZeroBubble", .aliases = "zb1p",
+        .chunks = chunk_rule::any, .fixed_backward = true};
     static constexpr placement layout = placement::loop;
 
     pipesched::shape shape;

@@ -20,6 +20,8 @@ template <backward_kind Backward = backward_kind::full>
 class looped_bfs : public detail::phased_schedule<looped_bfs<Backward>, Backward> {
 public:
     static constexpr std::string_view name = "looped_bfs";
+    static constexpr schedule_traits traits{.pytorch_name = "LoopedBFS", .aliases = "bfs breadthfirst",
+        .chunks = chunk_rule::any};
     static constexpr placement layout = placement::loop;
 
     pipesched::shape shape;

@@ -24,6 +24,7 @@ template <backward_kind Backward = backward_kind::full>
 class one_f_one_b : public detail::single_chunk_schedule<one_f_one_b<Backward>, Backward> {
 public:
     static constexpr std::string_view name = "one_f_one_b";
+    static constexpr schedule_traits traits{.pytorch_name = "1F1B", .aliases = "onefoneb pipedreamflush"};
     static constexpr placement layout = placement::loop;
 
     pipesched::shape shape;

@@ -47,6 +47,7 @@ public:
     using detail::single_chunk_units::forward_walker;
 
     static constexpr std::string_view name = "zb_h1";
+    static constexpr schedule_traits traits{.aliases = "zerobubbleh1", .fixed_backward = true};
     static constexpr placement layout = placement::loop;
 
     pipesched::shape shape;

@@ -53,6 +53,7 @@ namespace pipesched {
 class zb_h2 : public detail::program_schedule<zb_h2>, public detail::single_chunk_units {
 public:
     static constexpr std::string_view name = "zb_h2";
+    static constexpr schedule_traits traits{.aliases = "zerobubbleh2", .fixed_backward = true};
     static constexpr placement layout = placement::loop;
 
     pipesched::shape shape;
