@@ -289,7 +289,7 @@ public:
         const std::uint32_t p = src_.ranks();
         out.ranks.assign(p, rank_summary{});
         if (!replay(out)) {
-            out.check = failure_.code != verdict_code::valid ? failure_ : validate_actions(src_);
+            out.check = failure_.code != verdict_code::valid ? failure_ : deadlock_verdict(*this);
             out.ranks.clear();
             return out;
         }
@@ -311,9 +311,9 @@ private:
         std::uint32_t position = 0;
         std::uint32_t weight_position = 0; ///< W's in [position, weight_position) ran early
         double free_at = 0.0;
-        std::int64_t alive = 0;
+        activation_counter activations{};
         double memory = 0.0;
-        bool queued = false;
+        std::uint32_t waiting_stage = 0; ///< blocked: the stage whose result it needs
         bool started = false;
     };
 
@@ -333,29 +333,29 @@ private:
         return false;
     }
 
-    /// The result `a` needs from another stage, as a pending_times key; false if none. B or I
-    /// of the last stage needs only its own F, which ran earlier on the same rank (validated).
+    /// The result `a` needs from another stage (replay.hpp's rule), as a pending_times key;
+    /// false if none.
     [[nodiscard]] constexpr bool dependency(const action& a, std::uint64_t& k,
                                             std::uint32_t& producer_stage) const noexcept {
-        if (a.kind == op::forward) {
-            if (a.stage == 0) return false;
-            producer_stage = a.stage - 1;
-            k = pending_times::key(producer_stage, a.microbatch, pending_times::forward_result);
-            return true;
-        }
-        if (a.kind == op::backward_weight || a.stage + 1 == stages_) return false;
-        producer_stage = a.stage + 1;
-        k = pending_times::key(producer_stage, a.microbatch, pending_times::backward_result);
+        action input{};
+        if (!cross_stage_input(a, stages_, input)) return false;
+        producer_stage = input.stage;
+        k = pending_times::key(input.stage, input.microbatch,
+                               input.kind == op::forward ? pending_times::forward_result
+                                                         : pending_times::backward_result);
         return true;
     }
 
     /// When the input of `a` is available on rank r; pending_times::missing if not produced yet.
-    [[nodiscard]] constexpr double input_ready(const action& a, std::uint32_t r) const noexcept {
+    [[nodiscard]] constexpr double input_ready(const action& a, std::uint32_t r) noexcept {
         std::uint64_t k = 0;
         std::uint32_t producer = 0;
         if (!dependency(a, k, producer)) return 0.0;
         const double t = pending_.find(k);
-        if (t == pending_times::missing) return t;
+        if (t == pending_times::missing) {
+            state_[r].waiting_stage = producer;
+            return t;
+        }
         return owner_[producer] == r ? t : t + costs_.p2p_latency;
     }
     /// The input of `a` has been used: nobody else reads it.
@@ -382,25 +382,21 @@ private:
         sum.last_end = end;
         st.memory += costs_.memory_change(a);
         if (st.memory > sum.peak_memory) sum.peak_memory = st.memory;
+        st.activations.add(a.kind);
+        sum.peak_activations = static_cast<std::uint32_t>(st.activations.peak);
         if (a.kind == op::forward) {
             if (a.stage + 1 < stages_) {
                 pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::forward_result), end);
             }
-            ++st.alive;
-            if (st.alive > sum.peak_activations) sum.peak_activations = static_cast<std::uint32_t>(st.alive);
         } else if (a.kind == op::backward || a.kind == op::backward_input) {
             if (a.stage > 0) {
                 pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::backward_result), end);
             }
-            if (a.kind == op::backward) --st.alive;
             if (a.kind == op::backward_input && costs_.fill_with_weight) {
                 pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done), end);
             }
-        } else {
-            if (costs_.fill_with_weight) {
-                pending_.erase(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done));
-            }
-            --st.alive;
+        } else if (costs_.fill_with_weight) {
+            pending_.erase(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done));
         }
         sink_.push(timed_action{r, index, a, start, end});
         return true;
@@ -433,84 +429,62 @@ private:
 
     /// Summaries (no timeline) take turns round robin, which bounds what is in flight; with a
     /// timeline sink a rank runs until it blocks and the last woken runs next, which keeps the
-    /// order in which the sink receives actions as it has always been.
+    /// order in which the sink receives actions as it has always been (replay.hpp).
     static constexpr bool summary_only = std::is_same_v<Sink, discard_timeline>;
-    static constexpr std::uint32_t turn = summary_only ? 64 : 0xFFFFFFFFu;
+    static constexpr std::uint32_t turn = summary_only ? 64 : run_until_blocked;
 
-    constexpr void enqueue(std::uint32_t r) {
+public:
+    // The replay engine's model (replay.hpp).
+    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
+        return static_cast<std::uint32_t>(state_.size());
+    }
+    [[nodiscard]] constexpr bool done(std::uint32_t r) const { return state_[r].next.done(); }
+    [[nodiscard]] constexpr std::uint32_t waited_on(std::uint32_t r) const noexcept {
+        return owner_[state_[r].waiting_stage];
+    }
+    [[nodiscard]] constexpr blocked_rank blocked_at(std::uint32_t r) const {
+        return blocked_rank{r, state_[r].position, state_[r].next.current()};
+    }
+    template <class Engine>
+    constexpr step_result step(std::uint32_t r, Engine& engine) {
         rank_state& st = state_[r];
-        if (st.queued || st.next.done()) return;
-        st.queued = true;
-        if constexpr (summary_only) {
-            queue_[(queue_head_ + queue_size_) % queue_.size()] = r;
-        } else {
-            queue_[queue_size_] = r;
+        const action a = st.next.current();
+        if (a.kind == op::overlap_f_b || a.overlapped_with_next) return run_pair(*out_, r, engine);
+        if (a.kind == op::backward_weight && st.position < st.weight_position) { // ran early
+            st.next.advance();
+            ++st.position;
+            return st.next.done() ? step_result::finished : step_result::ran;
         }
-        ++queue_size_;
-    }
-    [[nodiscard]] constexpr std::uint32_t dequeue() noexcept {
-        --queue_size_;
-        if constexpr (summary_only) {
-            const std::uint32_t r = queue_[queue_head_];
-            queue_head_ = (queue_head_ + 1) % static_cast<std::uint32_t>(queue_.size());
-            return r;
-        } else {
-            return queue_[queue_size_];
-        }
+        const double ready = input_ready(a, r);
+        if (ready == pending_times::missing) return step_result::blocked;
+        if (costs_.fill_with_weight && !fill_idle(*out_, r, st, ready)) return step_result::failed;
+        const double start = ready > st.free_at ? ready : st.free_at;
+        if (!execute(*out_, r, st, st.position, a, start, costs_.duration(a))) return step_result::failed;
+        consume_input(a);
+        wake_consumer(a, r, engine);
+        st.next.advance();
+        ++st.position;
+        return st.next.done() ? step_result::finished : step_result::ran;
     }
 
+private:
     /// False if some rank never finishes (a deadlock) or a cost is unusable (failure_).
     constexpr bool replay(simulation& out) {
         const std::uint32_t p = src_.ranks();
         state_.assign(p, rank_state{});
-        queue_.assign(p, 0);
         for (std::uint32_t r = 0; r < p; ++r) {
             state_[r].next = src_.cursor(r);
             if (costs_.fill_with_weight) state_[r].weights = src_.cursor(r);
         }
-        for (std::uint32_t r = 0; r < p; ++r) enqueue(summary_only ? r : p - 1 - r); // rank 0 first
-        while (queue_size_ > 0) {
-            const std::uint32_t r = dequeue();
-            rank_state& st = state_[r];
-            st.queued = false;
-            std::uint32_t budget = turn;
-            bool blocked = false;
-            for (; !st.next.done(); st.next.advance(), ++st.position) {
-                if (budget-- == 0) break;
-                const action a = st.next.current();
-                if (a.kind == op::overlap_f_b || a.overlapped_with_next) {
-                    const int ran = run_pair(out, r);
-                    if (ran < 0) return false;
-                    if (ran == 0) {
-                        blocked = true;
-                        break;
-                    }
-                    continue;
-                }
-                if (a.kind == op::backward_weight && st.position < st.weight_position) continue; // ran early
-                const double ready = input_ready(a, r);
-                if (ready == pending_times::missing) {
-                    blocked = true;
-                    break;
-                }
-                if (costs_.fill_with_weight && !fill_idle(out, r, st, ready)) return false;
-                const double start = ready > st.free_at ? ready : st.free_at;
-                if (!execute(out, r, st, st.position, a, start, costs_.duration(a))) return false;
-                consume_input(a);
-                wake_consumer(a, r);
-            }
-            if (!blocked && !st.next.done()) enqueue(r); // its turn is over
-        }
-        for (const rank_state& st : state_) {
-            if (!st.next.done()) return false;
-        }
-        return true;
+        out_ = &out;
+        replay_engine<simulator, turn> engine{*this};
+        return engine.run();
     }
 
-    /// Runs the overlapped pair at the rank's cursor (a marker or a flagged F) and leaves the
-    /// cursor on its second action: 1 if it ran, 0 if an input is missing (the rank blocks),
-    /// -1 on an unusable cost.
-    constexpr int run_pair(simulation& out, std::uint32_t r) {
+    /// Runs the overlapped pair at the rank's cursor (a marker or a flagged F) and moves the
+    /// cursor past it; blocked if an input of either action is missing.
+    template <class Engine>
+    constexpr step_result run_pair(simulation& out, std::uint32_t r, Engine& engine) {
         rank_state& st = state_[r];
         auto second = st.next;
         std::uint32_t index = st.position;
@@ -522,33 +496,34 @@ private:
         second.advance();
         const action b = second.current();
         const double ready_f = input_ready(f, r);
+        if (ready_f == pending_times::missing) return step_result::blocked;
         const double ready_b = input_ready(b, r);
-        if (ready_f == pending_times::missing || ready_b == pending_times::missing) return 0;
+        if (ready_b == pending_times::missing) return step_result::blocked;
         const double ready = ready_f > ready_b ? ready_f : ready_b;
-        if (costs_.fill_with_weight && !fill_idle(out, r, st, ready)) return -1;
+        if (costs_.fill_with_weight && !fill_idle(out, r, st, ready)) return step_result::failed;
         const double start = ready > st.free_at ? ready : st.free_at;
         const double duration = costs_.overlapped(f, b);
         f.overlapped_with_next = true;
-        if (!execute(out, r, st, index, f, start, duration)) return -1;
-        if (!execute(out, r, st, index + 1, b, start, duration, false)) return -1; // the same computation
+        if (!execute(out, r, st, index, f, start, duration)) return step_result::failed;
+        if (!execute(out, r, st, index + 1, b, start, duration, false)) return step_result::failed; // the same computation
         consume_input(f);
         consume_input(b);
-        wake_consumer(f, r);
-        wake_consumer(b, r);
+        wake_consumer(f, r, engine);
+        wake_consumer(b, r, engine);
+        second.advance();
         st.next = second;
-        st.position = index + 1;
-        return 1;
+        st.position = index + 2;
+        return st.next.done() ? step_result::finished : step_result::ran;
     }
 
     /// The one rank that can be blocked on the result of `a` is the owner of the next stage
     /// (for F) or the previous stage (for B/I).
-    constexpr void wake_consumer(const action& a, std::uint32_t r) {
-        std::uint32_t consumer_stage = 0;
-        if (a.kind == op::forward && a.stage + 1 < stages_) consumer_stage = a.stage + 1;
-        else if ((a.kind == op::backward || a.kind == op::backward_input) && a.stage > 0) consumer_stage = a.stage - 1;
-        else return;
-        const std::uint32_t w = owner_[consumer_stage];
-        if (w != r) enqueue(w);
+    template <class Engine>
+    constexpr void wake_consumer(const action& a, std::uint32_t r, Engine& engine) {
+        std::uint32_t consumer = 0;
+        if (!consumer_stage(a, stages_, consumer)) return;
+        const std::uint32_t w = owner_[consumer];
+        if (w != r) engine.wake(w);
     }
 
     const Source& src_;
@@ -557,9 +532,7 @@ private:
     std::uint32_t stages_;
     std::vector<std::uint32_t> owner_;
     std::vector<rank_state> state_;
-    std::vector<std::uint32_t> queue_; ///< ring of ranks to run, each at most once
-    std::uint32_t queue_head_ = 0;
-    std::uint32_t queue_size_ = 0;
+    simulation* out_ = nullptr; ///< the result being filled, during replay()
     pending_times pending_;
     verdict failure_{};
 };
@@ -620,14 +593,9 @@ template <timeline_sink Sink>
 /// Peak in-flight chunk activations of one rank, from its order alone (no costs needed).
 template <schedule_policy P>
 [[nodiscard]] constexpr std::uint32_t peak_activations(const P& pol, std::uint32_t rank) {
-    std::int64_t alive = 0;
-    std::int64_t peak = 0;
-    for (auto c = pol.cursor(rank); !c.done(); c.advance()) {
-        const op k = c.current().kind;
-        if (k == op::forward) peak = ++alive > peak ? alive : peak;
-        else if (k == op::backward || k == op::backward_weight) --alive;
-    }
-    return static_cast<std::uint32_t>(peak);
+    detail::activation_counter count{};
+    for (auto c = pol.cursor(rank); !c.done(); c.advance()) count.add(c.current().kind);
+    return static_cast<std::uint32_t>(count.peak);
 }
 
 } // namespace pipesched

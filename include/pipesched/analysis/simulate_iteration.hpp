@@ -180,10 +180,8 @@ public:
         const std::uint32_t p = src_.ranks();
         out.ranks.assign(p, iteration_rank_summary{});
         state_.assign(p, rank_state{});
-        std::vector<std::uint32_t> work;
         for (std::uint32_t r = 0; r < p; ++r) {
             state_[r].cursor = src_.cursor(r);
-            work.push_back(p - 1 - r);
             for (auto c = src_.cursor(r); !c.done(); c.advance()) {
                 if (c.current().kind == op::grad_norm) {
                     ++norm_ranks_;
@@ -191,18 +189,20 @@ public:
                 }
             }
         }
-        while (!work.empty() && failure_.code == verdict_code::valid) {
-            const std::uint32_t r = work.back();
-            work.pop_back();
-            run_rank(out, r, work);
-        }
+        out_ = &out;
+        replay_engine<iteration_simulator> engine{*this};
+        engine.run();
         if (failure_.code != verdict_code::valid) { // an unusable cost, or times beyond a double
             out.check = failure_;
             out.ranks.clear();
             return out;
         }
         for (std::uint32_t r = 0; r < p; ++r) {
-            if (!state_[r].cursor.done()) return out; // cannot happen after validation
+            if (!state_[r].cursor.done()) { // ranks wait for each other: the order deadlocks
+                out.check = deadlock_verdict(*this);
+                out.ranks.clear();
+                return out;
+            }
         }
         out.replayed = true;
         summarise_ranks(out, &iteration_rank_summary::end, &iteration_rank_summary::compute_busy);
@@ -217,8 +217,7 @@ private:
         std::uint32_t index = 0;
         double free_at = 0.0;  ///< compute stream
         double comm_free = 0.0; ///< data-parallel stream
-        std::int64_t alive = 0;
-        bool blocked = false;
+        activation_counter activations{};
         bool at_norm = false;
     };
 
@@ -268,10 +267,32 @@ private:
         return false;
     }
 
-    constexpr void run_rank(iteration_simulation& out, std::uint32_t r, std::vector<std::uint32_t>& work) {
+public:
+    // The replay engine's model (replay.hpp); the schedule was validated, so no rank deadlocks.
+    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
+        return static_cast<std::uint32_t>(state_.size());
+    }
+    [[nodiscard]] constexpr bool done(std::uint32_t r) const { return state_[r].cursor.done(); }
+    /// As validation's replay: a blocked receive waits for its sender, a rank at the
+    /// grad_norm collective for the first rank that has not reached it.
+    [[nodiscard]] constexpr std::uint32_t waited_on(std::uint32_t r) const {
+        if (state_[r].at_norm && !norm_released_) {
+            for (std::uint32_t q = 0; q < ranks(); ++q) {
+                if (!state_[q].at_norm) return q;
+            }
+        }
+        return state_[r].cursor.current().peer;
+    }
+    [[nodiscard]] constexpr blocked_rank blocked_at(std::uint32_t q) const {
+        const event e = state_[q].cursor.done() ? event{} : state_[q].cursor.current();
+        return blocked_rank{q, state_[q].index, action{stage(e), e.kind, e.microbatch}};
+    }
+
+    template <class Engine>
+    constexpr step_result step(std::uint32_t r, Engine& engine) {
+        iteration_simulation& out = *out_;
         rank_state& st = state_[r];
-        st.blocked = false;
-        for (; !st.cursor.done(); st.cursor.advance(), ++st.index) {
+        {
             const event e = st.cursor.current();
             const std::uint32_t s = stage(e);
             switch (e.kind) {
@@ -279,10 +300,7 @@ private:
             case op::recv_gradient: {
                 const bool grad = e.kind == op::recv_gradient;
                 const std::size_t k = slot(grad ? s + 1 : s - 1, e.microbatch, grad);
-                if (arrival_[k] == unset) {
-                    st.blocked = true;
-                    return;
-                }
+                if (arrival_[k] == unset) return step_result::blocked;
                 const double posted_at = posted_[k] > st.free_at ? posted_[k] : st.free_at;
                 expose(out, r, comm_kind::p2p, posted_at, arrival_[k]);
                 wait_until(out, r, e, arrival_[k]);
@@ -293,20 +311,17 @@ private:
                 const bool grad = e.kind == op::send_gradient;
                 const std::size_t k = slot(s, e.microbatch, grad);
                 const double d = costs_.transfer(e, s);
-                if (!usable(st.free_at, d, r, e)) return;
+                if (!usable(st.free_at, d, r, e)) return step_result::failed;
                 posted_[k] = st.free_at;
                 arrival_[k] = st.free_at + d;
                 sink_.push(timed_event{e, st.index, st.free_at, arrival_[k], true});
-                if (state_[e.peer].blocked) {
-                    state_[e.peer].blocked = false;
-                    work.push_back(e.peer);
-                }
+                engine.wake(e.peer);
                 break;
             }
             case op::grad_sync: {
                 const double start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
                 const double d = costs_.transfer(e, s);
-                if (!usable(start, d, r, e)) return;
+                if (!usable(start, d, r, e)) return step_result::failed;
                 st.comm_free = start + d;
                 record(out, r, e, start, st.comm_free, true);
                 break;
@@ -314,7 +329,7 @@ private:
             case op::param_gather: {
                 const double start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
                 const double d = costs_.transfer(e, s);
-                if (!usable(start, d, r, e)) return;
+                if (!usable(start, d, r, e)) return step_result::failed;
                 st.comm_free = start + d;
                 expose(out, r, comm_kind::param_gather, st.free_at, st.comm_free);
                 record(out, r, e, start, st.comm_free, true);
@@ -329,15 +344,12 @@ private:
                     ++norm_arrived_;
                     norm_start_ = st.free_at > norm_start_ ? st.free_at : norm_start_;
                 }
-                if (norm_arrived_ < norm_ranks_ || norm_ranks_ < src_.ranks()) {
-                    if (norm_arrived_ == norm_ranks_) release_norm(work, r);
-                    else {
-                        st.blocked = true;
-                        return;
-                    }
-                }
+                // A collective of every rank: it waits for the last one, and forever if a rank
+                // has no grad_norm (validation's deadlock).
+                if (norm_arrived_ < norm_ranks_ || norm_ranks_ < src_.ranks()) return step_result::blocked;
+                release_norm(engine);
                 const double d = costs_.transfer(e, s);
-                if (!usable(norm_start_, d, r, e)) return;
+                if (!usable(norm_start_, d, r, e)) return step_result::failed;
                 const double end = norm_start_ + d;
                 expose(out, r, comm_kind::grad_norm, norm_start_, end);
                 wait_until(out, r, e, end);
@@ -358,7 +370,7 @@ private:
                 const event b = look.current();
                 const double start = st.free_at;
                 const double d = pair_duration(f, b);
-                if (!usable(start, d, r, f)) return;
+                if (!usable(start, d, r, f)) return step_result::failed;
                 const double end = start + d;
                 st.cursor.advance();
                 ++st.index;
@@ -377,15 +389,19 @@ private:
                     start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
                 }
                 const double d = costs_.duration(e, s);
-                if (!usable(start, d, r, e)) return;
+                if (!usable(start, d, r, e)) return step_result::failed;
                 record(out, r, e, start, start + d, false);
                 count_memory(out, r, e);
                 break;
             }
             }
         }
-        if (norm_arrived_ == norm_ranks_) release_norm(work, r);
+        st.cursor.advance();
+        ++st.index;
+        return st.cursor.done() ? step_result::finished : step_result::ran;
     }
+
+private:
 
     [[nodiscard]] constexpr double pair_duration(const event& f, const event& b) const noexcept {
         if constexpr (requires { costs_.overlapped(f, 0u, b, 0u); }) {
@@ -396,26 +412,19 @@ private:
     }
 
     /// Once every rank has reached grad_norm, wake those waiting at it.
-    constexpr void release_norm(std::vector<std::uint32_t>& work, std::uint32_t self) {
+    template <class Engine>
+    constexpr void release_norm(Engine& engine) {
         if (norm_released_) return;
         norm_released_ = true;
         for (std::uint32_t q = 0; q < state_.size(); ++q) {
-            if (q != self && state_[q].blocked && state_[q].at_norm) {
-                state_[q].blocked = false;
-                work.push_back(q);
-            }
+            if (state_[q].at_norm) engine.wake(q);
         }
     }
 
     constexpr void count_memory(iteration_simulation& out, std::uint32_t r, const event& e) {
         rank_state& st = state_[r];
-        if (e.kind == op::forward) {
-            ++st.alive;
-            auto& peak = out.ranks[r].peak_activations;
-            if (st.alive > peak) peak = static_cast<std::uint32_t>(st.alive);
-        } else if (e.kind == op::backward || e.kind == op::backward_weight) {
-            --st.alive;
-        }
+        st.activations.add(e.kind);
+        out.ranks[r].peak_activations = static_cast<std::uint32_t>(st.activations.peak);
     }
 
     const Source& src_;
@@ -426,6 +435,7 @@ private:
     std::vector<double> arrival_;
     std::vector<double> posted_;
     std::vector<rank_state> state_{};
+    iteration_simulation* out_ = nullptr; ///< the result being filled, during run()
     std::uint32_t norm_ranks_ = 0;
     std::uint32_t norm_arrived_ = 0;
     double norm_start_ = 0.0;
@@ -456,9 +466,17 @@ struct as_timed_actions {
 
 template <schedule_policy P, iteration_costs Costs, class Sink>
 [[nodiscard]] constexpr iteration_simulation simulate(const iteration<P>& it, const Costs& costs, Sink& sink) {
-    const verdict check = validate(it);
-    const detail::policy_events<iteration<P>> src{it};
-    return detail::iteration_simulator<detail::policy_events<iteration<P>>, Costs, Sink>{src, costs, sink}.run(check);
+    using source = detail::policy_events<iteration<P>>;
+    const source src{it};
+    // Every rule of validate(it) but its deadlock replay: the timed replay below is that check.
+    verdict check{};
+    if (const shape_check c = it.check(); !c) {
+        check.code = verdict_code::invalid_shape;
+        check.shape_message = c.message;
+    } else {
+        check = detail::iteration_validator<source>{src}.run(detail::without_replay);
+    }
+    return detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(check);
 }
 
 template <schedule_policy P, iteration_costs Costs = iteration_cost_model>
@@ -472,8 +490,14 @@ template <iteration_costs Costs, class Sink>
 [[nodiscard]] constexpr iteration_simulation simulate_events(std::span<const std::vector<event>> per_rank,
                                                              shape dims, placement layout,
                                                              const Costs& costs, Sink& sink) {
-    const verdict check = validate_events(per_rank, dims, layout);
     const event_lists src{per_rank, dims, layout};
+    verdict check{}; // as validate_events(), but the timed replay is the deadlock check
+    if (const shape_check c = check_common(dims); !c) {
+        check.code = verdict_code::invalid_shape;
+        check.shape_message = c.message;
+    } else {
+        check = detail::iteration_validator<event_lists>{src}.run(detail::without_replay);
+    }
     return detail::iteration_simulator<event_lists, Costs, Sink>{src, costs, sink}.run(check);
 }
 

@@ -39,95 +39,10 @@
 #include "../policy.hpp"
 #include "../shape.hpp"
 #include "../sink.hpp"
+#include "replay.hpp"
+#include "verdict.hpp"
 
 namespace pipesched {
-
-enum class verdict_code : std::uint8_t {
-    valid,
-    invalid_shape,           ///< the policy rejects its shape (see check().message)
-    not_compute,             ///< an op other than F, B, I, W in a compute schedule
-    out_of_range,            ///< stage or microbatch outside the shape
-    duplicate,               ///< the same action twice
-    missing,                 ///< an F, B, I or W that never runs
-    backward_before_forward, ///< B or I of a unit before its F
-    weight_before_input,     ///< W of a unit before its I
-    stage_on_two_ranks,      ///< one stage executed by two ranks
-    deadlock,                ///< ranks wait on each other forever
-    // Iteration rules (validate of an iteration<P> or of per-rank event lists):
-    p2p_wrong_peer,            ///< a send/recv whose peer is not the neighbouring stage's rank
-    unmatched_send,            ///< a send that no rank receives
-    unmatched_recv,            ///< a receive that no rank sends
-    p2p_order_mismatch,        ///< a channel's sends and receives pair up in different orders
-    input_not_received,        ///< compute consumes a cross-rank tensor before receiving it
-    send_before_compute,       ///< a tensor sent before the compute that produces it
-    loss_misplaced,            ///< loss not between the last stage's F and B of its microbatch
-    recompute_misplaced,       ///< recompute not between the F and the backward of its unit
-    grad_sync_before_backward, ///< a chunk's gradients synced before all its backward work
-    stale_update,              ///< grad_norm/optimizer_step before every grad_sync of the rank
-    // Overlapped pairs (DualPipeV):
-    malformed_overlap, ///< an overlap marker or flag not followed by F, then B or I of another unit
-    // Cost-model replays (simulate):
-    invalid_cost,  ///< a duration or latency is negative, NaN or infinite (verdict::cost)
-    time_overflow, ///< finite costs add up beyond the largest double: the action that overflowed
-    // Added after the others so that existing codes keep their values:
-    mixed_backward, ///< one unit's backward run both as B and as I/W (B then I or W, I then B)
-};
-
-[[nodiscard]] constexpr std::string_view to_string(verdict_code c) noexcept {
-    switch (c) {
-    case verdict_code::valid: return "valid";
-    case verdict_code::invalid_shape: return "invalid_shape";
-    case verdict_code::not_compute: return "not_compute";
-    case verdict_code::out_of_range: return "out_of_range";
-    case verdict_code::duplicate: return "duplicate";
-    case verdict_code::missing: return "missing";
-    case verdict_code::backward_before_forward: return "backward_before_forward";
-    case verdict_code::weight_before_input: return "weight_before_input";
-    case verdict_code::stage_on_two_ranks: return "stage_on_two_ranks";
-    case verdict_code::deadlock: return "deadlock";
-    case verdict_code::p2p_wrong_peer: return "p2p_wrong_peer";
-    case verdict_code::unmatched_send: return "unmatched_send";
-    case verdict_code::unmatched_recv: return "unmatched_recv";
-    case verdict_code::p2p_order_mismatch: return "p2p_order_mismatch";
-    case verdict_code::input_not_received: return "input_not_received";
-    case verdict_code::send_before_compute: return "send_before_compute";
-    case verdict_code::loss_misplaced: return "loss_misplaced";
-    case verdict_code::recompute_misplaced: return "recompute_misplaced";
-    case verdict_code::grad_sync_before_backward: return "grad_sync_before_backward";
-    case verdict_code::stale_update: return "stale_update";
-    case verdict_code::malformed_overlap: return "malformed_overlap";
-    case verdict_code::invalid_cost: return "invalid_cost";
-    case verdict_code::time_overflow: return "time_overflow";
-    case verdict_code::mixed_backward: return "mixed_backward";
-    }
-    return "?";
-}
-
-/// A rank blocked at `index`, waiting to run `waiting`.
-struct blocked_rank {
-    std::uint32_t rank = 0;
-    std::uint32_t index = 0;
-    action waiting{};
-    friend constexpr bool operator==(const blocked_rank&, const blocked_rank&) = default;
-};
-
-inline constexpr std::size_t max_cycle_report = 8;
-
-/// Result of validate(): converts to true when the schedule is valid.
-struct verdict {
-    verdict_code code = verdict_code::valid;
-    std::uint32_t rank = 0;   ///< rank of the offending action
-    std::uint32_t index = 0;  ///< its position in the rank's sequence
-    action subject{};         ///< the offending (or missing) action
-    std::uint32_t other_rank = 0; ///< stage_on_two_ranks: the rank that ran the stage first
-    std::uint32_t cycle_length = 0; ///< deadlock: ranks in the waiting cycle
-    std::array<blocked_rank, max_cycle_report> cycle{}; ///< deadlock: the first of them
-    std::string_view shape_message{}; ///< invalid_shape: the violated constraint
-    double cost = 0.0; ///< invalid_cost: the offending value; time_overflow: the action's start
-
-    constexpr explicit operator bool() const noexcept { return code == verdict_code::valid; }
-    friend constexpr bool operator==(const verdict&, const verdict&) = default;
-};
 
 /// Sequences of actions per rank, the form validate() works on. Policies and lists of actions
 /// (for example a schedule read from CSV) are adapted to it below.
@@ -301,125 +216,90 @@ private:
         return false;
     }
 
-    /// The action whose result `a` needs from another stage; false if it needs none.
-    [[nodiscard]] constexpr bool dependency(const action& a, action& dep) const noexcept {
-        if (a.kind == op::forward) {
-            if (a.stage == 0) return false;
-            dep = action{a.stage - 1, op::forward, a.microbatch};
-            return true;
-        }
-        if (a.kind == op::backward_weight || a.stage + 1 == stages_) return false;
-        dep = action{a.stage + 1, op::backward, a.microbatch};
-        return true;
-    }
     [[nodiscard]] constexpr bool produced(const action& dep) const noexcept {
         return bits_[unit_index(dep)] & (dep.kind == op::forward ? done_f : done_b);
     }
 
-    /// Second pass: run every rank until it blocks; a finished action wakes the one rank
-    /// that can be waiting for it (the owner of the neighbouring stage).
-    constexpr void replay() {
-        const std::uint32_t p = src_.ranks();
-        using cursor_t = decltype(src_.cursor(0u));
-        std::vector<cursor_t> cursors;
-        cursors.reserve(p);
-        std::vector<std::uint32_t> position(p, 0);
-        std::vector<action> waiting_for(p);
-        std::vector<std::uint8_t> blocked(p, 0); // not vector<bool>: clang 14 cannot run it in constexpr
-        std::vector<std::uint32_t> work;
-        work.reserve(p);
-        for (std::uint32_t r = 0; r < p; ++r) {
-            cursors.push_back(src_.cursor(r));
-            work.push_back(p - 1 - r);
+    /// The untimed replay (replay.hpp's engine): a result exists once its bit is set; a rank
+    /// blocks at an action whose cross-stage input has not been produced.
+    class replay_model {
+    public:
+        using cursor_t = decltype(std::declval<const Source&>().cursor(0u));
+        constexpr explicit replay_model(validator& v) : v_{v} {
+            const std::uint32_t p = v.src_.ranks();
+            cursors_.reserve(p);
+            for (std::uint32_t r = 0; r < p; ++r) cursors_.push_back(v.src_.cursor(r));
+            position_.assign(p, 0);
+            waiting_for_.assign(p, action{});
         }
-        std::uint32_t finished = 0;
-        while (!work.empty()) {
-            const std::uint32_t r = work.back();
-            work.pop_back();
-            blocked[r] = 0;
-            auto& c = cursors[r];
-            // Marks the result of `a` as produced and wakes the rank waiting for it, if any.
-            const auto complete = [&](const action& a) {
-                const bool forward = a.kind == op::forward;
-                if (!forward && a.kind == op::backward_weight) return;
-                bits_[unit_index(a)] |= forward ? done_f : done_b;
-                // Who could be waiting for this result?
-                const bool has_consumer = forward ? a.stage + 1 < stages_ : a.stage > 0;
-                if (!has_consumer) return;
-                const std::uint32_t consumer_stage = forward ? a.stage + 1 : a.stage - 1;
-                const std::uint32_t w = owner_[consumer_stage];
-                const action wanted{a.stage, forward ? op::forward : op::backward, a.microbatch};
-                if (w != r && blocked[w] && waiting_for[w] == wanted) {
-                    blocked[w] = 0;
-                    work.push_back(w);
-                }
-            };
-            const auto ready = [&](const action& a) {
-                action dep{};
-                if (!dependency(a, dep) || produced(dep)) return true;
-                blocked[r] = 1;
-                waiting_for[r] = dep;
-                return false;
-            };
-            for (; !c.done(); c.advance(), ++position[r]) {
-                const action a = c.current();
-                if (a.kind != op::overlap_f_b && !a.overlapped_with_next) {
-                    if (!ready(a)) break;
-                    complete(a);
-                    continue;
-                }
-                // An overlapped pair starts when the inputs of both its actions exist (the
-                // first pass made sure that an F and a B or I follow).
-                auto second = c;
-                if (a.kind == op::overlap_f_b) second.advance();
-                const action f = second.current();
-                second.advance();
-                const action b = second.current();
-                if (!ready(f) || !ready(b)) break;
-                complete(f);
-                complete(b);
-                if (a.kind == op::overlap_f_b) { // step to the F
-                    c.advance();
-                    ++position[r];
-                }
-                c.advance(); // step to the B or I; the loop steps past it
-                ++position[r];
-            }
-            if (c.done()) ++finished;
+        [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
+            return static_cast<std::uint32_t>(cursors_.size());
         }
-        if (finished == p) return;
-        report_cycle(cursors, position, waiting_for);
-    }
+        [[nodiscard]] constexpr bool done(std::uint32_t r) const { return cursors_[r].done(); }
+        [[nodiscard]] constexpr std::uint32_t waited_on(std::uint32_t r) const noexcept {
+            return v_.owner_[waiting_for_[r].stage];
+        }
+        [[nodiscard]] constexpr blocked_rank blocked_at(std::uint32_t r) const {
+            return blocked_rank{r, position_[r], cursors_[r].current()};
+        }
 
-    template <class Cursors>
-    constexpr void report_cycle(const Cursors& cursors, const std::vector<std::uint32_t>& position,
-                                const std::vector<action>& waiting_for) {
-        const std::uint32_t p = src_.ranks();
-        // Each blocked rank waits on exactly one other rank (the owner of its dependency), so
-        // following the waits from any blocked rank must close a cycle.
-        std::uint32_t start = 0;
-        while (cursors[start].done()) ++start;
-        std::vector<std::uint32_t> visit_order(p, no_rank);
-        std::uint32_t r = start;
-        for (std::uint32_t step = 0; visit_order[r] == no_rank; ++step) {
-            visit_order[r] = step;
-            r = owner_[waiting_for[r].stage];
-        }
-        // r is the first rank seen twice: the cycle starts there.
-        result_.code = verdict_code::deadlock;
-        result_.rank = r;
-        result_.index = position[r];
-        result_.subject = cursors[r].current();
-        std::uint32_t length = 0;
-        std::uint32_t q = r;
-        do {
-            if (length < max_cycle_report) {
-                result_.cycle[length] = blocked_rank{q, position[q], cursors[q].current()};
+        template <class Engine>
+        constexpr step_result step(std::uint32_t r, Engine& engine) {
+            cursor_t& c = cursors_[r];
+            const action a = c.current();
+            if (a.kind != op::overlap_f_b && !a.overlapped_with_next) {
+                if (!ready(r, a)) return step_result::blocked;
+                complete(r, a, engine);
+                c.advance();
+                ++position_[r];
+                return c.done() ? step_result::finished : step_result::ran;
             }
-            ++length;
-            q = owner_[waiting_for[q].stage];
-        } while (q != r);
-        result_.cycle_length = length;
+            // An overlapped pair starts when the inputs of both its actions exist (the first
+            // pass made sure that an F and a B or I follow).
+            auto second = c;
+            if (a.kind == op::overlap_f_b) second.advance();
+            const action f = second.current();
+            second.advance();
+            const action b = second.current();
+            if (!ready(r, f) || !ready(r, b)) return step_result::blocked;
+            complete(r, f, engine);
+            complete(r, b, engine);
+            second.advance();
+            position_[r] += a.kind == op::overlap_f_b ? 3 : 2;
+            c = second;
+            return c.done() ? step_result::finished : step_result::ran;
+        }
+
+    private:
+        [[nodiscard]] constexpr bool ready(std::uint32_t r, const action& a) {
+            action input{};
+            if (!cross_stage_input(a, v_.stages_, input) || v_.produced(input)) return true;
+            waiting_for_[r] = input;
+            return false;
+        }
+        /// Marks the result of `a` as produced and wakes the rank that may be waiting for it.
+        template <class Engine>
+        constexpr void complete(std::uint32_t r, const action& a, Engine& engine) {
+            if (a.kind == op::backward_weight) return;
+            const bool forward = a.kind == op::forward;
+            v_.bits_[v_.unit_index(a)] |= forward ? done_f : done_b;
+            std::uint32_t consumer = 0;
+            if (!consumer_stage(a, v_.stages_, consumer)) return;
+            const std::uint32_t w = v_.owner_[consumer];
+            if (w != r) engine.wake(w);
+        }
+
+        validator& v_;
+        std::vector<cursor_t> cursors_{};
+        std::vector<std::uint32_t> position_{};
+        std::vector<action> waiting_for_{};
+    };
+
+    /// Second pass: the replay; a deadlock's verdict names the cycle of waiting ranks.
+    constexpr void replay() {
+        replay_model model{*this};
+        replay_engine<replay_model> engine{model};
+        if (!engine.run()) result_ = deadlock_verdict(model);
     }
 
     enum pair_step : std::uint8_t { pair_none, pair_after_marker, pair_after_first };

@@ -34,6 +34,7 @@
 #include "../iteration.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
+#include "replay.hpp"
 #include "validate.hpp"
 
 namespace pipesched {
@@ -124,6 +125,10 @@ private:
     const Source& src_;
 };
 
+/// iteration_validator::run(without_replay): every rule but the deadlock replay, for a caller
+/// whose own (timed) replay detects deadlocks.
+enum replay_choice : bool { without_replay = false, with_replay = true };
+
 template <class Source>
 class iteration_validator {
 public:
@@ -136,7 +141,7 @@ public:
     /// recompute_misplaced) reports that one, so that a verdict those four codes can be
     /// replayed safely: every event of every rank has been checked (ranges, peers, matching
     /// sends and receives, no deadlock), not only those up to the first rule violation.
-    constexpr verdict run() {
+    constexpr verdict run(replay_choice deadlock_check = with_replay) {
         result_ = validate_actions(compute_projection<Source>{src_});
         if (!result_) return result_;
         if (src_.ranks() != dims_.ranks) {
@@ -147,7 +152,7 @@ public:
             if (check_rank(r)) return result_;
         }
         if (match_sends_and_receives()) return result_;
-        replay();
+        if (deadlock_check == with_replay) replay();
         if (!result_) return result_;
         return first_rule_violation_;
     }
@@ -398,124 +403,92 @@ private:
         return false;
     }
 
-    /// Step 4: receives block until their send has run; grad_norm waits for every rank.
-    constexpr void replay() {
-        const std::uint32_t p = src_.ranks();
-        using cursor_t = decltype(src_.cursor(0u));
-        std::vector<cursor_t> cursors;
-        cursors.reserve(p);
-        std::vector<std::uint32_t> position(p, 0);
-        std::vector<std::uint8_t> blocked(p, 0);
-        std::vector<std::uint32_t> work;
-        std::vector<std::uint32_t> at_barrier;
-        for (std::uint32_t r = 0; r < p; ++r) {
-            cursors.push_back(src_.cursor(r));
-            work.push_back(p - 1 - r);
-        }
-        std::uint32_t ranks_with_norm = 0;
-        for (std::uint32_t r = 0; r < p; ++r) {
-            for (auto c = src_.cursor(r); !c.done(); c.advance()) {
-                if (c.current().kind == op::grad_norm) {
-                    ++ranks_with_norm;
-                    break;
-                }
-            }
-        }
-        std::uint32_t finished = 0;
-        while (!work.empty()) {
-            const std::uint32_t r = work.back();
-            work.pop_back();
-            blocked[r] = 0;
-            auto& c = cursors[r];
-            for (; !c.done(); c.advance(), ++position[r]) {
-                const event e = c.current();
-                const std::uint32_t s = stage(e);
-                if (e.kind == op::recv_activation || e.kind == op::recv_gradient) {
-                    const bool act = e.kind == op::recv_activation;
-                    const unit_state& producer = unit(act ? s - 1 : s + 1, e.microbatch);
-                    if (!(producer.flags & (act ? posted_activation : posted_gradient))) {
-                        blocked[r] = 1;
+    /// Step 4 on replay.hpp's engine: receives block until their send has run; grad_norm
+    /// waits for every rank.
+    class replay_model {
+    public:
+        using cursor_t = decltype(std::declval<const Source&>().cursor(0u));
+        constexpr explicit replay_model(iteration_validator& v) : v_{v} {
+            const std::uint32_t p = v.src_.ranks();
+            cursors_.reserve(p);
+            for (std::uint32_t r = 0; r < p; ++r) {
+                cursors_.push_back(v.src_.cursor(r));
+                for (auto c = v.src_.cursor(r); !c.done(); c.advance()) {
+                    if (c.current().kind == op::grad_norm) {
+                        ++ranks_with_norm_;
                         break;
                     }
-                } else if (e.kind == op::send_activation || e.kind == op::send_gradient) {
-                    const bool act = e.kind == op::send_activation;
-                    unit(s, e.microbatch).flags |= act ? posted_activation : posted_gradient;
-                    if (blocked[e.peer] && waits_for(cursors[e.peer].current(), e)) {
-                        blocked[e.peer] = 0;
-                        work.push_back(e.peer);
-                    }
-                } else if (e.kind == op::grad_norm && !passed_barrier_) {
-                    at_barrier.push_back(r);
-                    blocked[r] = 2;
-                    if (at_barrier.size() == ranks_with_norm && ranks_with_norm == p) {
-                        passed_barrier_ = true;
-                        for (const std::uint32_t q : at_barrier) {
-                            blocked[q] = 0;
-                            if (q != r) work.push_back(q);
-                        }
-                        continue; // this rank goes on
-                    }
-                    break;
                 }
             }
-            if (c.done()) ++finished;
+            position_.assign(p, 0);
+            at_barrier_.assign(p, 0);
         }
-        if (finished == p) return;
-        report_deadlock(cursors, position, blocked);
-    }
-
-    [[nodiscard]] constexpr bool waits_for(const event& recv, const event& send) const noexcept {
-        const bool act = send.kind == op::send_activation;
-        if (recv.kind != (act ? op::recv_activation : op::recv_gradient)) return false;
-        if (recv.microbatch != send.microbatch) return false;
-        const std::uint32_t s = stage(recv);
-        return (act ? s - 1 : s + 1) == stage(send);
-    }
-
-    template <class Cursors>
-    constexpr void report_deadlock(const Cursors& cursors, const std::vector<std::uint32_t>& position,
-                                   const std::vector<std::uint8_t>& blocked) {
-        const std::uint32_t p = src_.ranks();
-        result_ = verdict{};
-        result_.code = verdict_code::deadlock;
-        // A rank blocked on a receive waits for the sender; one at the grad_norm collective
-        // waits for the first rank that has not reached it.
-        const auto waited_on = [&](std::uint32_t r) -> std::uint32_t {
-            if (blocked[r] == 2) {
-                for (std::uint32_t q = 0; q < p; ++q) {
-                    if (blocked[q] != 2) return q;
+        [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
+            return static_cast<std::uint32_t>(cursors_.size());
+        }
+        [[nodiscard]] constexpr bool done(std::uint32_t r) const { return cursors_[r].done(); }
+        /// A rank blocked on a receive waits for the sender; one at the grad_norm collective
+        /// waits for the first rank that has not reached it.
+        [[nodiscard]] constexpr std::uint32_t waited_on(std::uint32_t r) const {
+            if (at_barrier_[r]) {
+                for (std::uint32_t q = 0; q < ranks(); ++q) {
+                    if (!at_barrier_[q]) return q;
                 }
             }
-            return cursors[r].current().peer;
-        };
-        std::uint32_t start = 0;
-        while (cursors[start].done()) ++start;
-        std::vector<std::uint32_t> seen(p, 0);
-        std::uint32_t r = start;
-        while (!seen[r] && !cursors[r].done()) {
-            seen[r] = 1;
-            r = waited_on(r);
+            return cursors_[r].current().peer;
         }
-        const auto blocked_at = [&](std::uint32_t q) {
-            const event e = cursors[q].done() ? event{} : cursors[q].current();
-            return blocked_rank{q, position[q], action{stage(e), e.kind, e.microbatch}};
-        };
-        result_.rank = r;
-        result_.index = position[r];
-        result_.subject = blocked_at(r).waiting;
-        if (cursors[r].done()) { // waits for a rank that finished without the collective
-            result_.cycle[0] = blocked_at(start);
-            result_.cycle_length = 1;
-            return;
+        [[nodiscard]] constexpr blocked_rank blocked_at(std::uint32_t q) const {
+            const event e = cursors_[q].done() ? event{} : cursors_[q].current();
+            return blocked_rank{q, position_[q], action{v_.stage(e), e.kind, e.microbatch}};
         }
-        std::uint32_t length = 0;
-        std::uint32_t q = r;
-        do {
-            if (length < max_cycle_report) result_.cycle[length] = blocked_at(q);
-            ++length;
-            q = waited_on(q);
-        } while (q != r && length <= p);
-        result_.cycle_length = length;
+
+        template <class Engine>
+        constexpr step_result step(std::uint32_t r, Engine& engine) {
+            const event e = cursors_[r].current();
+            const std::uint32_t s = v_.stage(e);
+            if (e.kind == op::recv_activation || e.kind == op::recv_gradient) {
+                const bool act = e.kind == op::recv_activation;
+                const unit_state& producer = v_.unit(act ? s - 1 : s + 1, e.microbatch);
+                if (!(producer.flags & (act ? posted_activation : posted_gradient))) {
+                    return step_result::blocked;
+                }
+            } else if (e.kind == op::send_activation || e.kind == op::send_gradient) {
+                const bool act = e.kind == op::send_activation;
+                v_.unit(s, e.microbatch).flags |= act ? posted_activation : posted_gradient;
+                engine.wake(e.peer);
+            } else if (e.kind == op::grad_norm && !passed_barrier_) {
+                if (!at_barrier_[r]) {
+                    at_barrier_[r] = 1;
+                    ++arrived_;
+                }
+                if (arrived_ != ranks_with_norm_ || ranks_with_norm_ != ranks()) {
+                    return step_result::blocked;
+                }
+                passed_barrier_ = true;
+                for (std::uint32_t q = 0; q < ranks(); ++q) {
+                    at_barrier_[q] = 0;
+                    engine.wake(q);
+                }
+            }
+            cursors_[r].advance();
+            ++position_[r];
+            return cursors_[r].done() ? step_result::finished : step_result::ran;
+        }
+
+    private:
+        iteration_validator& v_;
+        std::vector<cursor_t> cursors_{};
+        std::vector<std::uint32_t> position_{};
+        std::vector<std::uint8_t> at_barrier_{};
+        std::uint32_t ranks_with_norm_ = 0;
+        std::uint32_t arrived_ = 0;
+        bool passed_barrier_ = false;
+    };
+
+    constexpr void replay() {
+        replay_model model{*this};
+        replay_engine<replay_model> engine{model};
+        if (!engine.run()) result_ = deadlock_verdict(model);
     }
 
     const Source& src_;
@@ -527,7 +500,6 @@ private:
     verdict first_rule_violation_{};
     bool losses_known_ = false;
     bool any_loss_ = false;
-    bool passed_barrier_ = false;
 };
 
 } // namespace detail

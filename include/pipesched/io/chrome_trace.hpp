@@ -108,27 +108,87 @@ inline void append_json_number(std::string& out, double x) { json::append_number
     return name;
 }
 
-class chrome_trace_writer {
+/// The JSON text of a trace, shared by the batch writer and the stream: the events go into a
+/// buffer that is handed to `out` (a callable taking a std::string_view) whenever it passes
+/// 64 KiB, so memory does not grow with the trace.
+template <class Out>
+class trace_event_text {
 public:
-    chrome_trace_writer(std::ostream& os, std::span<const timed_action> records,
-                        const trace_options& o)
-        : os_{os}, records_{records}, options_{o}, layout_{layout_of(records)},
+    trace_event_text(Out out, const trace_options& o)
+        : out_{std::move(out)}, pid_{o.pid},
           scale_{std::isfinite(o.microseconds_per_unit) && o.microseconds_per_unit > 0.0
                      ? o.microseconds_per_unit
                      : trace_options{}.microseconds_per_unit} {
         buf_.reserve(flush_at + 512);
+        buf_ += "{\"traceEvents\":[\n";
     }
 
-    void run() {
-        std::vector<std::size_t> order = rank_time_order(records_);
-        // Group each rank's records by track; stable, so time order holds within a track.
-        std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
-            return sort_index(records_[a]) < sort_index(records_[b]);
-        });
-        buf_ += "{\"traceEvents\":[\n";
-        write_metadata();
-        for (const std::size_t i : order) write_slice(records_[i]);
-        if (options_.flows) write_flows(order);
+    void metadata(std::string_view name, std::uint64_t thread, std::string_view arg,
+                  const std::string* text, std::uint64_t number) {
+        begin_event();
+        buf_ += "\"name\":";
+        append_json_string(buf_, name);
+        buf_ += ",\"ph\":\"M\"";
+        pid_tid(thread);
+        buf_ += ",\"args\":{";
+        append_json_string(buf_, arg);
+        buf_ += ':';
+        if (text != nullptr) append_json_string(buf_, *text);
+        else append_json_number(buf_, number);
+        buf_ += '}';
+        end_event();
+    }
+    /// The name and sort position of one of a rank's tracks.
+    void track_names(std::uint32_t rank, trace_track track, std::uint32_t ranks) {
+        static constexpr std::array<std::string_view, 3> suffix{"", " communication", " iteration"};
+        const auto k = static_cast<std::uint8_t>(track);
+        const std::uint64_t thread = trace_tid(track, rank, ranks);
+        const std::string name = "rank " + std::to_string(rank) + std::string{suffix[k]};
+        metadata("thread_name", thread, "name", &name, 0);
+        metadata("thread_sort_index", thread, "sort_index", nullptr, std::uint64_t{rank} * 3 + k);
+    }
+    void slice(const timed_action& t, std::uint32_t ranks, std::uint32_t chunk) {
+        begin_event();
+        buf_ += "\"name\":";
+        append_json_string(buf_, trace_event_name(t.what));
+        buf_ += ",\"cat\":";
+        append_json_string(buf_, trace_category(t.what.kind));
+        buf_ += ",\"ph\":\"X\"";
+        field("ts");
+        append_json_number(buf_, ts(t));
+        field("dur");
+        append_json_number(buf_, dur(t));
+        pid_tid(trace_tid(track_of(t.what.kind), t.rank, ranks));
+        buf_ += ",\"args\":{\"stage\":";
+        append_json_number(buf_, std::uint64_t{t.what.stage});
+        buf_ += ",\"chunk\":";
+        append_json_number(buf_, std::uint64_t{chunk});
+        buf_ += ",\"microbatch\":";
+        append_json_number(buf_, std::uint64_t{t.what.microbatch});
+        buf_ += ",\"rank\":";
+        append_json_number(buf_, std::uint64_t{t.rank});
+        buf_ += '}';
+        end_event();
+    }
+    /// One end of a dependency arrow: inside the producer's slice near its end ("s"), or inside
+    /// the consumer's near its start ("f").
+    void flow_point(bool start, std::uint64_t id, const timed_action& t, bool gradient,
+                    std::uint32_t ranks) {
+        const double d = dur(t);
+        const double inset = std::min(1.0, d > 0.0 ? d / 2 : 0.0);
+        begin_event();
+        buf_ += gradient ? "\"name\":\"gradient\"" : "\"name\":\"activation\"";
+        buf_ += ",\"cat\":\"dependency\"";
+        buf_ += start ? ",\"ph\":\"s\"" : ",\"ph\":\"f\",\"bp\":\"e\"";
+        field("id");
+        append_json_number(buf_, id);
+        field("ts");
+        append_json_number(buf_, start ? ts(t) + d - inset : ts(t) + inset);
+        pid_tid(trace_tid(track_of(t.what.kind), t.rank, ranks));
+        end_event();
+    }
+    /// Closes the JSON and hands out the rest of the text.
+    void finish() {
         buf_ += "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"generator\":\"pipesched\","
                 "\"microseconds_per_unit\":";
         append_json_number(buf_, scale_);
@@ -139,18 +199,10 @@ public:
 private:
     static constexpr std::size_t flush_at = std::size_t{1} << 16;
 
-    [[nodiscard]] std::uint64_t tid(const timed_action& t) const noexcept {
-        return trace_tid(track_of(t.what.kind), t.rank, layout_.ranks);
-    }
-    [[nodiscard]] static std::uint64_t sort_index(std::uint32_t rank, trace_track track) noexcept {
-        return std::uint64_t{rank} * 3 + static_cast<std::uint8_t>(track);
-    }
-    [[nodiscard]] static std::uint64_t sort_index(const timed_action& t) noexcept {
-        return sort_index(t.rank, track_of(t.what.kind));
-    }
-
+    [[nodiscard]] double ts(const timed_action& t) const noexcept { return t.start * scale_; }
+    [[nodiscard]] double dur(const timed_action& t) const noexcept { return (t.end - t.start) * scale_; }
     void flush() {
-        os_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+        out_(std::string_view{buf_});
         buf_.clear();
     }
     void begin_event() {
@@ -169,87 +221,67 @@ private:
     }
     void pid_tid(std::uint64_t thread) {
         field("pid");
-        append_json_number(buf_, std::uint64_t{options_.pid});
+        append_json_number(buf_, std::uint64_t{pid_});
         field("tid");
         append_json_number(buf_, thread);
     }
 
-    void metadata(std::string_view name, std::uint64_t thread, std::string_view arg,
-                  const std::string* text, std::uint64_t number) {
-        begin_event();
-        buf_ += "\"name\":";
-        append_json_string(buf_, name);
-        buf_ += ",\"ph\":\"M\"";
-        pid_tid(thread);
-        buf_ += ",\"args\":{";
-        append_json_string(buf_, arg);
-        buf_ += ':';
-        if (text != nullptr) append_json_string(buf_, *text);
-        else append_json_number(buf_, number);
-        buf_ += '}';
-        end_event();
+    Out out_;
+    std::uint32_t pid_;
+    double scale_;
+    std::string buf_;
+    bool first_ = true;
+};
+
+/// trace_event_text's output for a std::ostream.
+struct ostream_out {
+    std::ostream* os;
+    void operator()(std::string_view text) const {
+        os->write(text.data(), static_cast<std::streamsize>(text.size()));
+    }
+};
+
+class chrome_trace_writer {
+public:
+    chrome_trace_writer(std::ostream& os, std::span<const timed_action> records,
+                        const trace_options& o)
+        : records_{records}, options_{o}, layout_{layout_of(records)}, text_{ostream_out{&os}, o} {}
+
+    void run() {
+        std::vector<std::size_t> order = rank_time_order(records_);
+        // Group each rank's records by track; stable, so time order holds within a track.
+        std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+            return sort_index(records_[a]) < sort_index(records_[b]);
+        });
+        write_metadata();
+        for (const std::size_t i : order) {
+            const timed_action& t = records_[i];
+            text_.slice(t, layout_.ranks, layout_.chunk_of(t.what.stage));
+        }
+        if (options_.flows) write_flows(order);
+        text_.finish();
+    }
+
+private:
+    [[nodiscard]] static std::uint64_t sort_index(std::uint32_t rank, trace_track track) noexcept {
+        return std::uint64_t{rank} * 3 + static_cast<std::uint8_t>(track);
+    }
+    [[nodiscard]] static std::uint64_t sort_index(const timed_action& t) noexcept {
+        return sort_index(t.rank, track_of(t.what.kind));
     }
 
     void write_metadata() {
-        metadata("process_name", 0, "name", &options_.process_name, 0);
+        text_.metadata("process_name", 0, "name", &options_.process_name, 0);
         std::vector<std::uint8_t> used(std::size_t{layout_.ranks} * 3, 0);
         for (const timed_action& t : records_) used[sort_index(t)] = 1;
-        static constexpr std::array<std::string_view, 3> suffix{"", " communication", " iteration"};
         for (std::uint32_t r = 0; r < layout_.ranks; ++r) {
             for (std::uint8_t k = 0; k < 3; ++k) {
                 const auto track = static_cast<trace_track>(k);
                 // Every rank gets a compute track, even an idle one.
                 if (track != trace_track::compute && used[sort_index(r, track)] == 0) continue;
-                const std::uint64_t thread = trace_tid(track, r, layout_.ranks);
-                const std::string name = "rank " + std::to_string(r) + std::string{suffix[k]};
-                metadata("thread_name", thread, "name", &name, 0);
-                metadata("thread_sort_index", thread, "sort_index", nullptr, sort_index(r, track));
+                text_.track_names(r, track, layout_.ranks);
             }
         }
-    }
-
-    [[nodiscard]] double ts(const timed_action& t) const noexcept { return t.start * scale_; }
-    [[nodiscard]] double dur(const timed_action& t) const noexcept {
-        return (t.end - t.start) * scale_;
-    }
-
-    void write_slice(const timed_action& t) {
-        begin_event();
-        buf_ += "\"name\":";
-        append_json_string(buf_, trace_event_name(t.what));
-        buf_ += ",\"cat\":";
-        append_json_string(buf_, trace_category(t.what.kind));
-        buf_ += ",\"ph\":\"X\"";
-        field("ts");
-        append_json_number(buf_, ts(t));
-        field("dur");
-        append_json_number(buf_, dur(t));
-        pid_tid(tid(t));
-        buf_ += ",\"args\":{\"stage\":";
-        append_json_number(buf_, std::uint64_t{t.what.stage});
-        buf_ += ",\"chunk\":";
-        append_json_number(buf_, std::uint64_t{layout_.chunk_of(t.what.stage)});
-        buf_ += ",\"microbatch\":";
-        append_json_number(buf_, std::uint64_t{t.what.microbatch});
-        buf_ += ",\"rank\":";
-        append_json_number(buf_, std::uint64_t{t.rank});
-        buf_ += '}';
-        end_event();
-    }
-
-    void flow_point(bool start, std::uint64_t id, const timed_action& t, bool gradient) {
-        const double d = dur(t);
-        const double inset = std::min(1.0, d > 0.0 ? d / 2 : 0.0);
-        begin_event();
-        buf_ += gradient ? "\"name\":\"gradient\"" : "\"name\":\"activation\"";
-        buf_ += ",\"cat\":\"dependency\"";
-        buf_ += start ? ",\"ph\":\"s\"" : ",\"ph\":\"f\",\"bp\":\"e\"";
-        field("id");
-        append_json_number(buf_, id);
-        field("ts");
-        append_json_number(buf_, start ? ts(t) + d - inset : ts(t) + inset);
-        pid_tid(tid(t));
-        end_event();
     }
 
     void write_flows(std::span<const std::size_t> order) {
@@ -277,18 +309,15 @@ private:
             if (producer == none || records_[producer].rank == consumer.rank) continue;
             ++id;
             const bool gradient = a.kind != op::forward;
-            flow_point(true, id, records_[producer], gradient);
-            flow_point(false, id, consumer, gradient);
+            text_.flow_point(true, id, records_[producer], gradient, layout_.ranks);
+            text_.flow_point(false, id, consumer, gradient, layout_.ranks);
         }
     }
 
-    std::ostream& os_;
     std::span<const timed_action> records_;
     const trace_options& options_;
     timeline_layout layout_;
-    double scale_;
-    std::string buf_;
-    bool first_ = true;
+    trace_event_text<ostream_out> text_;
 };
 
 } // namespace detail
@@ -356,19 +385,14 @@ public:
     /// infer_placement() reads it from a CSV file; `ranks` tracks are drawn.
     chrome_trace_stream(Write write, std::vector<std::uint32_t> stage_owner, std::uint32_t ranks,
                         const trace_options& options = {})
-        : write_{std::move(write)}, options_{options}, owner_{std::move(stage_owner)},
-          chunk_(owner_.size(), 0), used_(std::size_t{ranks} * 3, 0), ranks_{ranks},
-          scale_{std::isfinite(options.microseconds_per_unit) && options.microseconds_per_unit > 0.0
-                     ? options.microseconds_per_unit
-                     : trace_options{}.microseconds_per_unit} {
+        : text_{std::move(write), options}, flows_{options.flows}, owner_{std::move(stage_owner)},
+          chunk_(owner_.size(), 0), used_(std::size_t{ranks} * 3, 0), ranks_{ranks} {
         std::vector<std::uint32_t> count(ranks, 0);
         for (std::size_t s = 0; s < owner_.size(); ++s) {
             if (owner_[s] < ranks) chunk_[s] = count[owner_[s]]++;
         }
-        buf_.reserve(flush_at + 512);
-        buf_ += "{\"traceEvents\":[\n";
-        metadata("process_name", 0, "name", &options_.process_name, 0);
-        for (std::uint32_t r = 0; r < ranks_; ++r) track_metadata(r, trace_track::compute);
+        text_.metadata("process_name", 0, "name", &options.process_name, 0);
+        for (std::uint32_t r = 0; r < ranks_; ++r) text_.track_names(r, trace_track::compute, ranks_);
     }
     chrome_trace_stream(const chrome_trace_stream&) = delete;
     chrome_trace_stream& operator=(const chrome_trace_stream&) = delete;
@@ -377,23 +401,24 @@ public:
         const trace_track track = track_of(t.what.kind);
         if (t.rank < ranks_ && track != trace_track::compute) {
             std::uint8_t& used = used_[std::size_t{t.rank} * 3 + static_cast<std::uint8_t>(track)];
-            if (used == 0) track_metadata(t.rank, track);
+            if (used == 0) text_.track_names(t.rank, track, ranks_);
             used = 1;
         }
-        slice(t);
-        if (!options_.flows) return;
+        text_.slice(t, ranks_, t.what.stage < chunk_.size() ? chunk_[t.what.stage] : 0);
+        if (!flows_) return;
         const action& a = t.what;
         const bool gradient = a.kind == op::backward || a.kind == op::backward_input;
         if (a.kind != op::forward && !gradient) return;
         // As a producer: the neighbouring stage consumes it.
         const std::uint64_t next = gradient ? std::uint64_t{a.stage} - 1 : std::uint64_t{a.stage} + 1;
         if ((gradient ? a.stage > 0 : true) && on_other_rank(next, t.rank)) {
-            flow_point(true, flow_id(a.stage, a.microbatch, gradient), t, gradient);
+            text_.flow_point(true, flow_id(a.stage, a.microbatch, gradient), t, gradient, ranks_);
         }
         // As a consumer: the neighbouring stage produced its input.
         const std::uint64_t previous = gradient ? std::uint64_t{a.stage} + 1 : std::uint64_t{a.stage} - 1;
         if ((gradient ? true : a.stage > 0) && on_other_rank(previous, t.rank)) {
-            flow_point(false, flow_id(static_cast<std::uint32_t>(previous), a.microbatch, gradient), t, gradient);
+            text_.flow_point(false, flow_id(static_cast<std::uint32_t>(previous), a.microbatch, gradient), t,
+                             gradient, ranks_);
         }
     }
 
@@ -401,16 +426,10 @@ public:
     void finish() {
         if (finished_) return;
         finished_ = true;
-        buf_ += "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"generator\":\"pipesched\","
-                "\"microseconds_per_unit\":";
-        detail::append_json_number(buf_, scale_);
-        buf_ += "}}\n";
-        flush();
+        text_.finish();
     }
 
 private:
-    static constexpr std::size_t flush_at = std::size_t{1} << 16;
-
     [[nodiscard]] static std::vector<std::uint32_t> owners_of(placement layout, shape dims) {
         std::vector<std::uint32_t> owner(std::size_t{dims.ranks} * dims.chunks);
         for (std::uint32_t s = 0; s < owner.size(); ++s) owner[s] = locate_stage(layout, dims.ranks, s).rank;
@@ -424,103 +443,12 @@ private:
         return 2 * (std::uint64_t{producer_stage} * max_microbatches + microbatch) + (gradient ? 2 : 1);
     }
 
-    void flush() {
-        write_(std::string_view{buf_});
-        buf_.clear();
-    }
-    void begin_event() {
-        if (!first_) buf_ += ",\n";
-        first_ = false;
-        buf_ += '{';
-    }
-    void end_event() {
-        buf_ += '}';
-        if (buf_.size() >= flush_at) flush();
-    }
-    void field(std::string_view key) {
-        buf_ += ",\"";
-        buf_ += key;
-        buf_ += "\":";
-    }
-    void pid_tid(std::uint64_t thread) {
-        field("pid");
-        detail::append_json_number(buf_, std::uint64_t{options_.pid});
-        field("tid");
-        detail::append_json_number(buf_, thread);
-    }
-    void metadata(std::string_view name, std::uint64_t thread, std::string_view arg, const std::string* text,
-                  std::uint64_t number) {
-        begin_event();
-        buf_ += "\"name\":";
-        detail::append_json_string(buf_, name);
-        buf_ += ",\"ph\":\"M\"";
-        pid_tid(thread);
-        buf_ += ",\"args\":{";
-        detail::append_json_string(buf_, arg);
-        buf_ += ':';
-        if (text != nullptr) detail::append_json_string(buf_, *text);
-        else detail::append_json_number(buf_, number);
-        buf_ += '}';
-        end_event();
-    }
-    void track_metadata(std::uint32_t rank, trace_track track) {
-        static constexpr std::array<std::string_view, 3> suffix{"", " communication", " iteration"};
-        const auto k = static_cast<std::uint8_t>(track);
-        const std::uint64_t thread = trace_tid(track, rank, ranks_);
-        const std::string name = "rank " + std::to_string(rank) + std::string{suffix[k]};
-        metadata("thread_name", thread, "name", &name, 0);
-        metadata("thread_sort_index", thread, "sort_index", nullptr, std::uint64_t{rank} * 3 + k);
-    }
-    [[nodiscard]] double ts(const timed_action& t) const noexcept { return t.start * scale_; }
-    [[nodiscard]] double dur(const timed_action& t) const noexcept { return (t.end - t.start) * scale_; }
-
-    void slice(const timed_action& t) {
-        begin_event();
-        buf_ += "\"name\":";
-        detail::append_json_string(buf_, detail::trace_event_name(t.what));
-        buf_ += ",\"cat\":";
-        detail::append_json_string(buf_, trace_category(t.what.kind));
-        buf_ += ",\"ph\":\"X\"";
-        field("ts");
-        detail::append_json_number(buf_, ts(t));
-        field("dur");
-        detail::append_json_number(buf_, dur(t));
-        pid_tid(trace_tid(track_of(t.what.kind), t.rank, ranks_));
-        buf_ += ",\"args\":{\"stage\":";
-        detail::append_json_number(buf_, std::uint64_t{t.what.stage});
-        buf_ += ",\"chunk\":";
-        detail::append_json_number(buf_, std::uint64_t{t.what.stage < chunk_.size() ? chunk_[t.what.stage] : 0});
-        buf_ += ",\"microbatch\":";
-        detail::append_json_number(buf_, std::uint64_t{t.what.microbatch});
-        buf_ += ",\"rank\":";
-        detail::append_json_number(buf_, std::uint64_t{t.rank});
-        buf_ += '}';
-        end_event();
-    }
-    void flow_point(bool start, std::uint64_t id, const timed_action& t, bool gradient) {
-        const double d = dur(t);
-        const double inset = std::min(1.0, d > 0.0 ? d / 2 : 0.0);
-        begin_event();
-        buf_ += gradient ? "\"name\":\"gradient\"" : "\"name\":\"activation\"";
-        buf_ += ",\"cat\":\"dependency\"";
-        buf_ += start ? ",\"ph\":\"s\"" : ",\"ph\":\"f\",\"bp\":\"e\"";
-        field("id");
-        detail::append_json_number(buf_, id);
-        field("ts");
-        detail::append_json_number(buf_, start ? ts(t) + d - inset : ts(t) + inset);
-        pid_tid(trace_tid(track_of(t.what.kind), t.rank, ranks_));
-        end_event();
-    }
-
-    Write write_;
-    trace_options options_;
+    detail::trace_event_text<Write> text_;
+    bool flows_;
     std::vector<std::uint32_t> owner_;
     std::vector<std::uint32_t> chunk_;
     std::vector<std::uint8_t> used_;
     std::uint32_t ranks_;
-    double scale_;
-    std::string buf_;
-    bool first_ = true;
     bool finished_ = false;
 };
 
