@@ -4,8 +4,7 @@
 
 #include <doctest/doctest.h>
 
-#include <pipesched/detail/phase_program.hpp>
-#include <pipesched/detail/phased.hpp>
+#include <pipesched/detail/program.hpp>
 #include <pipesched/io/detail/timeline_layout.hpp>
 
 #include <vector>
@@ -37,9 +36,24 @@ constexpr bool phase_program_builds() {
     ps::detail::phase_program prog{};
     prog.then(2, "F").then(0, "FI").then(3, "FIW");
     return prog.phase_count() == 2 && prog.size() == 2 + 9 && prog.phase(0).repeats == 2 && prog.phase(1).length == 3 &&
-           ps::detail::split_op(prog.phase(1).letters[2]) == ps::op::backward_weight;
+           ps::detail::letter_op(prog.phase(1).letters[2]) == ps::op::backward_weight;
 }
 PIPESCHED_VERIFY(phase_program_builds());
+
+// The warm-up / steady / cool-down program: a fused backward is one B, a split one I then W
+// (I and W walk the same unit sequence, B and I share one stream).
+constexpr bool phased_program_builds() {
+    const ps::detail::phase_program fused = ps::detail::phased_program(5, 2, ps::backward_kind::full);
+    const ps::detail::phase_program split = ps::detail::phased_program(5, 2, ps::backward_kind::split);
+    const ps::detail::phase_program all_forward = ps::detail::phased_program(4, 4, ps::backward_kind::full);
+    return fused.size() == 10 && fused.phase_count() == 3 && fused.phase(1).length == 2 &&
+           ps::detail::letter_op(fused.phase(2).letters[0]) == ps::op::backward && split.size() == 15 &&
+           split.phase(1).length == 3 && ps::detail::letter_op(split.phase(2).letters[0]) == ps::op::backward_input &&
+           all_forward.phase_count() == 2 && all_forward.size() == 8 &&
+           ps::detail::letter_stream(ps::detail::letter::B) == ps::detail::letter_stream(ps::detail::letter::I) &&
+           ps::detail::letter_stream(ps::detail::letter::W) != ps::detail::letter_stream(ps::detail::letter::I);
+}
+PIPESCHED_VERIFY(phased_program_builds());
 
 
 TEST_CASE("detail: timeline_layout reads stage owners and chunks off the records") {

@@ -226,15 +226,10 @@ std::string schedule_names() {
     return s;
 }
 
-pipesched::placement schedule_layout(pipesched::schedule_id id) {
-    return pipesched::with_schedule(id, pipesched::schedule_options{}, [](const auto& pol) {
-        return std::remove_cvref_t<decltype(pol)>::layout;
-    });
-}
+pipesched::placement schedule_layout(pipesched::schedule_id id) { return pipesched::info(id).layout; }
 
 std::uint32_t required_chunks(pipesched::schedule_id id) {
-    // A V placement is two chunks per rank by definition (shape.hpp), the way down and back.
-    return schedule_layout(id) == pipesched::placement::v_shape ? 2 : 1;
+    return pipesched::default_chunks(pipesched::info(id).chunks);
 }
 
 schedule_request read_schedule(const parsed_args& args) {

@@ -65,6 +65,32 @@ constexpr void require_index(const P& pol, std::uint32_t rank, std::size_t i) {
 /// Whether a backward runs as one op (B) or split into input grad then weight grad (I, W).
 enum class backward_kind : std::uint8_t { full, split };
 
+/// How many model chunks per rank a schedule runs.
+enum class chunk_rule : std::uint8_t {
+    one, ///< chunks must be 1
+    any, ///< chunks >= 1 (virtual pipeline)
+    two, ///< chunks must be 2 (V placement: the way down and back)
+};
+
+/// What a run-time caller (catalog.hpp, the command-line tool) needs to know about a policy
+/// without building one. Each catalogued policy carries `static constexpr schedule_traits
+/// traits`; the library name and the placement stay the policy's own `name` and `layout`, so
+/// that no fact is written twice.
+struct schedule_traits {
+    std::string_view pytorch_name = ""; ///< PyTorch's class without `Schedule`; empty if none
+    /// Up to three further accepted spellings, normalised, separated by spaces. One string
+    /// rather than an array: g++ 12 cannot read the value-initialised elements of a partly
+    /// initialised std::array<std::string_view, 3> in a static constexpr member.
+    std::string_view aliases = "";
+    chunk_rule chunks = chunk_rule::one;
+    bool fixed_backward = false; ///< decides B/I/W itself; not a template over backward_kind
+};
+
+/// The chunks per rank a schedule runs when the caller does not say.
+[[nodiscard]] constexpr std::uint32_t default_chunks(chunk_rule rule) noexcept {
+    return rule == chunk_rule::two ? 2 : 1;
+}
+
 /// A pull cursor over the events of one rank, in execution order: O(1) state, no allocation.
 template <class C>
 concept rank_cursor = std::copyable<C> && requires(C c, const C cc) {

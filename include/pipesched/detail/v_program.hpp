@@ -25,7 +25,7 @@
 
 #include "../event.hpp"
 #include "../shape.hpp"
-#include "phased.hpp"
+#include "program.hpp"
 
 namespace pipesched::detail {
 
@@ -159,7 +159,7 @@ private:
     std::uint32_t count_ = 0;
     std::uint32_t repeat_ = 0;
     std::uint32_t slot_ = 0;
-    std::uint64_t current_{}; // an event as one value, as in phased.hpp
+    std::uint64_t current_{}; // an event as one value, for the reason of make_event
     bool done_ = false;
 };
 

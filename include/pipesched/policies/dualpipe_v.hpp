@@ -126,6 +126,8 @@ struct dualpipe_v_program {
 class dualpipe_v {
 public:
     static constexpr std::string_view name = "dualpipe_v";
+    static constexpr schedule_traits traits{.pytorch_name = "DualPipeV", .chunks = chunk_rule::two,
+        .fixed_backward = true};
     static constexpr placement layout = placement::v_shape;
 
     pipesched::shape shape;

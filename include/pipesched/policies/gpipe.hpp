@@ -10,25 +10,30 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/phased.hpp"
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 
 namespace pipesched {
 
 template <backward_kind Backward = backward_kind::full>
-class gpipe : public detail::single_chunk_schedule<gpipe<Backward>, Backward> {
+class gpipe : public detail::program_schedule<gpipe<Backward>, Backward>, public detail::single_chunk_units {
 public:
     static constexpr std::string_view name = "gpipe";
+    static constexpr schedule_traits traits{.pytorch_name = "GPipe", .aliases = "allforwardallbackward afab"};
     static constexpr placement layout = placement::loop;
+
+    using patterns = detail::phased_patterns<Backward>;
 
     pipesched::shape shape;
 
     constexpr explicit gpipe(pipesched::shape s) noexcept : shape{s} {}
 
+    [[nodiscard]] constexpr shape_check check() const noexcept { return detail::check_single_chunk(shape); }
+
     /// Every forward is warm-up: no steady phase.
-    [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t) const noexcept {
-        return shape.microbatches;
+    [[nodiscard]] constexpr detail::phase_program program(std::uint32_t) const noexcept {
+        return detail::phased_program(shape.microbatches, shape.microbatches, Backward);
     }
 };
 

@@ -24,17 +24,22 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/phased.hpp"
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 
 namespace pipesched {
 
 template <backward_kind Backward = backward_kind::full>
-class interleaved_1f1b : public detail::phased_schedule<interleaved_1f1b<Backward>, Backward> {
+class interleaved_1f1b : public detail::program_schedule<interleaved_1f1b<Backward>, Backward> {
 public:
     static constexpr std::string_view name = "interleaved_1f1b";
+    static constexpr schedule_traits traits{.pytorch_name = "Interleaved1F1B",
+        .aliases = "interleaved virtualpipeline",
+        .chunks = chunk_rule::any};
     static constexpr placement layout = placement::loop;
+
+    using patterns = detail::phased_patterns<Backward>;
 
     pipesched::shape shape;
     std::uint32_t group_size = 0; ///< 0: PyTorch's default, m / max(1, m / p)
@@ -72,6 +77,9 @@ public:
     }
     [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t rank) const noexcept {
         return std::min(2 * (shape.ranks - rank - 1) + (shape.chunks - 1) * group(), units());
+    }
+    [[nodiscard]] constexpr detail::phase_program program(std::uint32_t rank) const noexcept {
+        return detail::phased_program(units(), warmup(rank), Backward);
     }
     [[nodiscard]] constexpr detail::unit forward_unit(std::uint32_t k) const noexcept {
         return table(k);

@@ -28,7 +28,7 @@
 // Each W runs d steps after its I, and W's run in the order of their I's. PyTorch pads the
 // order with idle slots (leading `None`s and `_add_bubbles_to_actions`), which never reorders
 // actions, so with the idle slots removed this is PyTorch's compute order exactly. As phases
-// (detail/phase_program.hpp): F x w, FI x min(d, n-w), FIW x (the rest of the steady
+// (detail/program.hpp): F x w, FI x min(d, n-w), FIW x (the rest of the steady
 // steps), I x (cool-down steps still before the delay), IW x (the other cool-down steps),
 // W x min(d, n).
 //
@@ -49,8 +49,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/phase_program.hpp"
-#include "../detail/phased.hpp"
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 #include "interleaved_1f1b.hpp"
@@ -76,80 +75,75 @@ namespace detail {
     return prog;
 }
 
-/// Shared by interleaved_zero_bubble and zb_h1: Derived supplies `shape`.
-template <class Derived>
-class zb1p_schedule : public program_schedule<Derived> {
-public:
-    /// PyTorch's `number_of_rounds`: max(1, m / p).
-    [[nodiscard]] constexpr std::uint32_t rounds() const noexcept {
-        return std::max(1u, dims().microbatches / dims().ranks);
-    }
-    /// PyTorch's `microbatches_per_round`, the group size g of the unit table.
-    [[nodiscard]] constexpr std::uint32_t microbatches_per_round() const noexcept {
-        return dims().microbatches / rounds();
-    }
-    [[nodiscard]] constexpr std::uint32_t units() const noexcept {
-        return dims().microbatches * dims().chunks;
-    }
-    /// Warm-up forwards on `rank`: min((v-1)g + p-1-rank, v*m).
-    [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t rank) const noexcept {
-        const shape s = dims();
-        return std::min((s.chunks - 1) * microbatches_per_round() + (s.ranks - 1 - rank), units());
-    }
-    /// Steps between a unit's I and its W on `rank`: PyTorch's num_1f1b_microbatches.
-    [[nodiscard]] static constexpr std::uint32_t weight_delay(std::uint32_t rank) noexcept {
-        return rank;
-    }
+using zb1p_patterns =
+    pattern_list<pattern<letter::F>, pattern<letter::F, letter::I>, pattern<letter::F, letter::I, letter::W>,
+                 pattern<letter::I>, pattern<letter::I, letter::W>, pattern<letter::W>>;
 
-    [[nodiscard]] constexpr phase_program program(std::uint32_t rank) const noexcept {
-        return zb1p_program(units(), warmup(rank), weight_delay(rank));
-    }
-    [[nodiscard]] constexpr unit forward_unit(std::uint32_t k) const noexcept {
-        return table().forward_unit(k);
-    }
-    [[nodiscard]] constexpr unit backward_unit(std::uint32_t k) const noexcept {
-        return table().backward_unit(k);
-    }
-    [[nodiscard]] constexpr auto forward_walker() const noexcept {
-        return table().forward_walker();
-    }
-    [[nodiscard]] constexpr auto backward_walker() const noexcept {
-        return table().backward_walker();
-    }
+/// PyTorch's `number_of_rounds`: max(1, m / p).
+[[nodiscard]] constexpr std::uint32_t zb1p_rounds(const shape& s) noexcept {
+    return std::max(1u, s.microbatches / s.ranks);
+}
 
-protected:
-    /// PyTorch's constraint, after the common ones.
-    [[nodiscard]] constexpr shape_check check_rounds() const noexcept {
-        if (const auto c = check_common(dims()); !c) return c;
-        if (dims().microbatches % rounds() != 0) {
-            return {false, "microbatches must be a multiple of max(1, microbatches / ranks), "
-                           "PyTorch's number of rounds"};
-        }
-        return shape_ok;
+/// PyTorch's constraint on every ZB1P shape, after the common ones.
+[[nodiscard]] constexpr shape_check check_zb1p_rounds(const shape& s) noexcept {
+    if (const auto c = check_common(s); !c) return c;
+    if (s.microbatches % zb1p_rounds(s) != 0) {
+        return {false, "microbatches must be a multiple of max(1, microbatches / ranks), "
+                       "PyTorch's number of rounds"};
     }
+    return shape_ok;
+}
 
-private:
-    [[nodiscard]] constexpr shape dims() const noexcept {
-        return static_cast<const Derived&>(*this).shape;
-    }
-    /// The interleaved 1F1B unit table with g = microbatches_per_round (all groups full).
-    [[nodiscard]] constexpr interleaved_1f1b<> table() const noexcept {
-        return interleaved_1f1b<>{dims(), microbatches_per_round()};
-    }
-};
+/// Steps between a unit's I and its W on `rank`: PyTorch's num_1f1b_microbatches.
+[[nodiscard]] constexpr std::uint32_t zb1p_weight_delay(std::uint32_t rank) noexcept { return rank; }
 
 } // namespace detail
 
-class interleaved_zero_bubble : public detail::zb1p_schedule<interleaved_zero_bubble> {
+class interleaved_zero_bubble : public detail::program_schedule<interleaved_zero_bubble> {
 public:
     static constexpr std::string_view name = "interleaved_zero_bubble";
+    static constexpr schedule_traits traits{.pytorch_name = "InterleavedZeroBubble", .aliases = "zb1p",
+        .chunks = chunk_rule::any, .fixed_backward = true};
     static constexpr placement layout = placement::loop;
+
+    using patterns = detail::zb1p_patterns;
 
     pipesched::shape shape;
 
     constexpr explicit interleaved_zero_bubble(pipesched::shape s) noexcept : shape{s} {}
 
-    [[nodiscard]] constexpr shape_check check() const noexcept { return check_rounds(); }
+    [[nodiscard]] constexpr shape_check check() const noexcept { return detail::check_zb1p_rounds(shape); }
+
+    [[nodiscard]] constexpr std::uint32_t rounds() const noexcept { return detail::zb1p_rounds(shape); }
+    /// PyTorch's `microbatches_per_round`, the group size g of the unit table.
+    [[nodiscard]] constexpr std::uint32_t microbatches_per_round() const noexcept {
+        return shape.microbatches / rounds();
+    }
+    [[nodiscard]] constexpr std::uint32_t units() const noexcept {
+        return shape.microbatches * shape.chunks;
+    }
+    /// Warm-up forwards on `rank`: min((v-1)g + p-1-rank, v*m).
+    [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t rank) const noexcept {
+        return std::min((shape.chunks - 1) * microbatches_per_round() + (shape.ranks - 1 - rank), units());
+    }
+    [[nodiscard]] constexpr detail::phase_program program(std::uint32_t rank) const noexcept {
+        return detail::zb1p_program(units(), warmup(rank), detail::zb1p_weight_delay(rank));
+    }
+
+    // The interleaved 1F1B unit table with g = microbatches_per_round (all groups full).
+    [[nodiscard]] constexpr detail::unit forward_unit(std::uint32_t k) const noexcept {
+        return table().forward_unit(k);
+    }
+    [[nodiscard]] constexpr detail::unit backward_unit(std::uint32_t k) const noexcept {
+        return table().backward_unit(k);
+    }
+    [[nodiscard]] constexpr auto forward_walker() const noexcept { return table().forward_walker(); }
+    [[nodiscard]] constexpr auto backward_walker() const noexcept { return table().backward_walker(); }
+
+private:
+    [[nodiscard]] constexpr interleaved_1f1b<> table() const noexcept {
+        return interleaved_1f1b<>{shape, microbatches_per_round()};
+    }
 };
 
 } // namespace pipesched

@@ -10,17 +10,21 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/phased.hpp"
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 
 namespace pipesched {
 
 template <backward_kind Backward = backward_kind::full>
-class looped_bfs : public detail::phased_schedule<looped_bfs<Backward>, Backward> {
+class looped_bfs : public detail::program_schedule<looped_bfs<Backward>, Backward> {
 public:
     static constexpr std::string_view name = "looped_bfs";
+    static constexpr schedule_traits traits{.pytorch_name = "LoopedBFS", .aliases = "bfs breadthfirst",
+        .chunks = chunk_rule::any};
     static constexpr placement layout = placement::loop;
+
+    using patterns = detail::phased_patterns<Backward>;
 
     pipesched::shape shape;
 
@@ -31,7 +35,10 @@ public:
     [[nodiscard]] constexpr std::uint32_t units() const noexcept {
         return shape.microbatches * shape.chunks;
     }
-    [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t) const noexcept { return units(); }
+    /// Every forward is warm-up: all forwards, then all backwards.
+    [[nodiscard]] constexpr detail::phase_program program(std::uint32_t) const noexcept {
+        return detail::phased_program(units(), units(), Backward);
+    }
     [[nodiscard]] constexpr detail::unit forward_unit(std::uint32_t k) const noexcept {
         return {k / shape.microbatches, k % shape.microbatches};
     }

@@ -14,24 +14,33 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/phased.hpp"
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 
 namespace pipesched {
 
 template <backward_kind Backward = backward_kind::full>
-class one_f_one_b : public detail::single_chunk_schedule<one_f_one_b<Backward>, Backward> {
+class one_f_one_b : public detail::program_schedule<one_f_one_b<Backward>, Backward>,
+                    public detail::single_chunk_units {
 public:
     static constexpr std::string_view name = "one_f_one_b";
+    static constexpr schedule_traits traits{.pytorch_name = "1F1B", .aliases = "onefoneb pipedreamflush"};
     static constexpr placement layout = placement::loop;
+
+    using patterns = detail::phased_patterns<Backward>;
 
     pipesched::shape shape;
 
     constexpr explicit one_f_one_b(pipesched::shape s) noexcept : shape{s} {}
 
+    [[nodiscard]] constexpr shape_check check() const noexcept { return detail::check_single_chunk(shape); }
+
     [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t rank) const noexcept {
         return std::min(shape.ranks - rank - 1, shape.microbatches);
+    }
+    [[nodiscard]] constexpr detail::phase_program program(std::uint32_t rank) const noexcept {
+        return detail::phased_program(shape.microbatches, warmup(rank), Backward);
     }
 };
 

@@ -62,6 +62,9 @@ public:
 class v_min : public detail::v_controllable_schedule<detail::v_controllable::memory_setup::min> {
 public:
     static constexpr std::string_view name = "v_min";
+    // Not in PyTorch; accepted in PyTorch's style too (ZBVMin like ZBVZeroBubble).
+    static constexpr schedule_traits traits{.aliases = "zbvmin vminzerobubble",
+        .chunks = chunk_rule::two, .fixed_backward = true};
     using v_controllable_schedule::v_controllable_schedule;
 };
 
@@ -69,6 +72,8 @@ public:
 class v_half : public detail::v_controllable_schedule<detail::v_controllable::memory_setup::half> {
 public:
     static constexpr std::string_view name = "v_half";
+    static constexpr schedule_traits traits{.aliases = "zbvhalf vhalfzerobubble",
+        .chunks = chunk_rule::two, .fixed_backward = true};
     using v_controllable_schedule::v_controllable_schedule;
 };
 

@@ -30,24 +30,24 @@
 // Peak activations (W frees, I does not): min(p, m) on every rank.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <string_view>
 
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 #include "interleaved_zero_bubble.hpp"
 
 namespace pipesched {
 
-class zb_h1 : public detail::zb1p_schedule<zb_h1>, public detail::single_chunk_units {
+class zb_h1 : public detail::program_schedule<zb_h1>, public detail::single_chunk_units {
 public:
-    // v = 1: the unit table is microbatch order; the plain walkers stream faster.
-    using detail::single_chunk_units::backward_unit;
-    using detail::single_chunk_units::backward_walker;
-    using detail::single_chunk_units::forward_unit;
-    using detail::single_chunk_units::forward_walker;
-
     static constexpr std::string_view name = "zb_h1";
+    static constexpr schedule_traits traits{.aliases = "zerobubbleh1", .fixed_backward = true};
     static constexpr placement layout = placement::loop;
+
+    using patterns = detail::zb1p_patterns;
 
     pipesched::shape shape;
 
@@ -59,7 +59,13 @@ public:
             return {false, "this schedule runs one chunk per rank: chunks must be 1 "
                            "(interleaved_zero_bubble runs v chunks)"};
         }
-        return check_rounds();
+        return detail::check_zb1p_rounds(shape);
+    }
+
+    /// ZB1P with v = 1: the unit table is microbatch order and the warm-up min(p-1-rank, m).
+    [[nodiscard]] constexpr detail::phase_program program(std::uint32_t rank) const noexcept {
+        const std::uint32_t m = shape.microbatches;
+        return detail::zb1p_program(m, std::min(shape.ranks - 1 - rank, m), detail::zb1p_weight_delay(rank));
     }
 };
 

@@ -43,8 +43,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/phase_program.hpp"
-#include "../detail/phased.hpp"
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 
@@ -53,7 +52,13 @@ namespace pipesched {
 class zb_h2 : public detail::program_schedule<zb_h2>, public detail::single_chunk_units {
 public:
     static constexpr std::string_view name = "zb_h2";
+    static constexpr schedule_traits traits{.aliases = "zerobubbleh2", .fixed_backward = true};
     static constexpr placement layout = placement::loop;
+
+    using patterns = detail::pattern_list<
+        detail::pattern<detail::letter::F>, detail::pattern<detail::letter::I, detail::letter::F>,
+        detail::pattern<detail::letter::I, detail::letter::W, detail::letter::F>,
+        detail::pattern<detail::letter::I, detail::letter::W>, detail::pattern<detail::letter::W>>;
 
     pipesched::shape shape;
 

@@ -88,6 +88,9 @@ struct zbv_program {
 class zbv {
 public:
     static constexpr std::string_view name = "zbv";
+    // "zb-v" needs no alias: it matches `name` once normalised.
+    static constexpr schedule_traits traits{.pytorch_name = "ZBVZeroBubble", .aliases = "zerobubblev",
+        .chunks = chunk_rule::two, .fixed_backward = true};
     static constexpr placement layout = placement::v_shape;
     static constexpr op backward_op = op::backward_input;
 
