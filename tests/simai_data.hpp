@@ -29,7 +29,7 @@ inline std::string read_simai_data(const std::string& file) {
 /// tests/data/simai/<file> parsed; fails the test with the parser's message if it does not parse.
 inline pipesched::simai::workload load_simai_workload(const std::string& file) {
     const pipesched::simai::parse_result r = pipesched::simai::parse_workload(read_simai_data(file));
-    REQUIRE_MESSAGE(r, file << ": " << (r.error ? r.error->to_string() : std::string()));
+    REQUIRE_MESSAGE(r, file << ": " << (r.error ? describe(*r.error) : std::string()));
     return r.value;
 }
 

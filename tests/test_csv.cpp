@@ -263,7 +263,7 @@ TEST_CASE("csv: every policy over a grid of shapes round-trips exactly") {
                 for (std::uint32_t m : {1u, 2u, 3u, 4u, 5u, 8u, 10u}) {
                     for (std::uint32_t v = 1; v <= (info.multi_chunk ? 3u : 1u); ++v) {
                         ps::schedule_options o{};
-                        o.dims = {p, m, v};
+                        o.shape = {p, m, v};
                         o.backward = bk;
                         ps::with_schedule(info.id, o, [&](const auto& pol) {
                             if (!pol.check()) return;

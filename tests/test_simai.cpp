@@ -495,7 +495,7 @@ TEST_CASE("simai: structure of the AICB files (all unroll ga)") {
 TEST_CASE("simai: structure problems are reported with rows") {
     const auto parse = [](const std::string& text) {
         const sm::parse_result r = sm::parse_workload(text);
-        REQUIRE_MESSAGE(r, (r.error ? r.error->to_string() : std::string()));
+        REQUIRE_MESSAGE(r, (r.error ? describe(*r.error) : std::string()));
         return r.value;
     };
     SUBCASE("ga not unrolled: one block of rows although the header says ga 2") {
@@ -759,7 +759,7 @@ TEST_CASE("simai: malformed inputs name the line, the field and the problem") {
         const sm::parse_result r = sm::parse_workload(c.text);
         REQUIRE_FALSE(r);
         const sm::parse_error& e = *r.error;
-        CAPTURE(e.to_string());
+        CAPTURE(describe(e));
         CHECK(e.code == c.code);
         CHECK(e.line == c.line);
         CHECK(e.field == c.field);
@@ -778,7 +778,7 @@ TEST_CASE("simai: error columns point at the field") {
     CHECK(r.error->line == 3);
     CHECK(r.error->field == 7);
     CHECK(r.error->column == std::string_view("name\t-1\t1\tNONE\t0\t1\t").size() + 1);
-    CHECK(r.error->to_string().rfind("line 3, field 7, column 20: input-grad collective: unknown "
+    CHECK(describe(*r.error).rfind("line 3, field 7, column 20: input-grad collective: unknown "
                                      "collective 'BOGUS'",
                                      0) == 0);
     const sm::parse_result h =
@@ -800,7 +800,7 @@ TEST_CASE("simai: fuzz seed corpus (valid_* parse and round-trip, bad_* are reje
         ss << in.rdbuf();
         const sm::parse_result r = sm::parse_workload(ss.str());
         if (name.rfind("valid_", 0) == 0) {
-            REQUIRE_MESSAGE(r, (r.error ? r.error->to_string() : std::string()));
+            REQUIRE_MESSAGE(r, (r.error ? describe(*r.error) : std::string()));
             const sm::parse_result again = sm::parse_workload(sm::write_workload(r.value));
             REQUIRE(again);
             CHECK(again.value == r.value);

@@ -161,7 +161,7 @@ replay run_like_simai(std::string_view arguments) {
     REQUIRE_MESSAGE(r.command, *r.command.error);
     r.workload = load_simai_workload(r.command.workload);
     r.result = sm::report(r.workload, r.command.options);
-    REQUIRE_MESSAGE(r.result, r.result.error->to_string(&r.workload));
+    REQUIRE_MESSAGE(r.result, describe(*r.result.error, &r.workload));
     r.csv = sm::end_to_end_csv(r.result.value, r.command.result_name);
     return r;
 }
@@ -234,7 +234,7 @@ TEST_CASE("simai analytical report: configurations where SimAI's numbers are mea
         REQUIRE(!r);
         CHECK(r.error->row == 0);
         CHECK(r.error->column == sm::phase::weight_grad);
-        const std::string text = r.error->to_string(&seed);
+        const std::string text = describe(*r.error, &seed);
         CHECK(text.find("row 0 (line 3, grad_gather), weight_grad") == 0);
         CHECK(text.find("-1") != std::string::npos);
         CHECK(text.find("NICs per node is 0") != std::string::npos);
@@ -297,7 +297,7 @@ TEST_CASE("simai analytical report: properties over the five files") {
         const sm::workload w = load_simai_workload(file);
         sm::analytical_options o{};
         const sm::analytical_result base = sm::report(w, o);
-        REQUIRE_MESSAGE(base, base.error->to_string(&w));
+        REQUIRE_MESSAGE(base, describe(*base.error, &w));
         const sm::analytical_totals& t = base.value.totals;
         CHECK(t.total_time_us == doctest::Approx(t.total_comp_us + t.total_exposed_comm_us + t.bubble_time_us +
                                                  t.expose_pp_comm_us));

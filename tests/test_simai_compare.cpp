@@ -162,7 +162,7 @@ TEST_CASE("simai compare: a policy value gives what the catalogued schedule give
         INFO(s.name);
         const simai::comparison by_id = simai::compare(w, s.id);
         ps::schedule_options options{};
-        options.dims = dims;
+        options.shape = dims;
         const simai::comparison by_value = ps::with_schedule(s.id, options, [&](const auto& pol) {
             return simai::compare(w, pol, {}, ps::display_name(s));
         });

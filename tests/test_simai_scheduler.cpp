@@ -176,7 +176,7 @@ TEST_CASE("simai scheduler: every policy on every file, no deadlock, SimAI's wor
         for (const ps::schedule_info& info : ps::schedules) {
             for (const std::uint32_t chunks : {1u, 2u}) {
                 ps::schedule_options o{};
-                o.dims = ps::shape{w.header.pp, w.header.ga, chunks};
+                o.shape = ps::shape{w.header.pp, w.header.ga, chunks};
                 ps::with_schedule(info.id, o, [&](const auto& pol) {
                     if (!pol.check()) return;
                     CAPTURE(file);
@@ -188,8 +188,8 @@ TEST_CASE("simai scheduler: every policy on every file, no deadlock, SimAI's wor
                     CHECK(!d.deadlock);
                     CHECK(d.unmatched_messages == 0);
                     for (std::uint32_t r = 0; r < w.header.pp; ++r) {
-                        const bool last_stage = sched.schedule().stage(r, 0) + 1 == o.dims.stages() ||
-                                                (chunks > 1 && sched.schedule().stage(r, chunks - 1) + 1 == o.dims.stages());
+                        const bool last_stage = sched.schedule().stage(r, 0) + 1 == o.shape.stages() ||
+                                                (chunks > 1 && sched.schedule().stage(r, chunks - 1) + 1 == o.shape.stages());
                         CHECK(work_of(d.steps[r]) == (last_stage ? all : without_loss));
                     }
                 });

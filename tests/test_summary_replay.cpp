@@ -58,7 +58,7 @@ TEST_CASE("summary replay: the same numbers as the timeline replay, for every po
             for (const std::uint32_t m : {1u, 2u, 5u, 8u, 16u, 33u}) {
                 for (const ps::backward_kind backward : {ps::backward_kind::full, ps::backward_kind::split}) {
                     ps::schedule_options opt{};
-                    opt.dims = {p, m, info.multi_chunk ? 2u : 1u};
+                    opt.shape = {p, m, info.multi_chunk ? 2u : 1u};
                     opt.backward = backward;
                     ps::with_schedule(info.id, opt, [&](const auto& pol) {
                         if (!pol.check()) return;

@@ -861,7 +861,7 @@ TEST_CASE("zbv and dualpipe_v: catalog names") {
     CHECK(ps::info(schedule_id::zbv).pytorch_name == "ZBVZeroBubble");
     CHECK(ps::info(schedule_id::dualpipe_v).pytorch_name == "DualPipeV");
     ps::schedule_options o{};
-    o.dims = {2, 4, 2};
+    o.shape = {2, 4, 2};
     CHECK(ps::with_schedule(schedule_id::zbv, o, [](const auto& pol) { return pol.name; }) == "zbv");
     CHECK(ps::with_schedule(schedule_id::dualpipe_v, o, [](const auto& pol) {
               return ps::write_csv(pol);

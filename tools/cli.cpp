@@ -241,10 +241,10 @@ schedule_request read_schedule(const parsed_args& args) {
              schedule_names() + " (see 'pipesched --help')");
     }
     req.id = *id;
-    req.options.dims.ranks = args.count("ranks").value_or(1);
-    req.options.dims.microbatches = args.count("microbatches").value_or(1);
+    req.options.shape.ranks = args.count("ranks").value_or(1);
+    req.options.shape.microbatches = args.count("microbatches").value_or(1);
     // --chunks defaults to what the schedule needs: 2 for the V schedules, else 1.
-    req.options.dims.chunks = args.count("chunks").value_or(required_chunks(req.id));
+    req.options.shape.chunks = args.count("chunks").value_or(required_chunks(req.id));
     if (const auto g = args.count("group-size")) {
         if (req.id != pipesched::schedule_id::interleaved_1f1b) {
             fail("--group-size applies only to " +

@@ -76,16 +76,16 @@ int run_compare(const parsed_args& args) {
     };
     for (const pipesched::schedule_info& info : pipesched::schedules) {
         pipesched::schedule_options opt{};
-        opt.dims = {p, m, info.multi_chunk ? v : 1u};
+        opt.shape = {p, m, info.multi_chunk ? v : 1u};
         pipesched::with_schedule(info.id, opt, [&](const auto& pol) {
-            std::array<std::string, 7> row{std::string{pipesched::display_name(info)}, number_text(opt.dims.chunks),
+            std::array<std::string, 7> row{std::string{pipesched::display_name(info)}, number_text(opt.shape.chunks),
                                            "-", "-", "-", "-", ""};
             if (const pipesched::shape_check c = pol.check(); !c) {
                 row[6] = "rejects this shape: " + std::string{c.message};
                 rows.push_back(std::move(row));
                 return;
             }
-            fill(row, pipesched::simulate(pol, cost_model_for(costs, opt.dims.chunks)), opt.dims.chunks);
+            fill(row, pipesched::simulate(pol, cost_model_for(costs, opt.shape.chunks)), opt.shape.chunks);
             rows.push_back(std::move(row));
         });
     }

@@ -29,7 +29,7 @@ struct demo_column {
 demo_column demo_run(pipesched::schedule_id id, std::uint32_t microbatches) {
     demo_column col{pipesched::info(id).pytorch_name, {}, 0};
     pipesched::schedule_options opt{};
-    opt.dims = pipesched::shape{1, microbatches, 1};
+    opt.shape = pipesched::shape{1, microbatches, 1};
     pipesched::with_schedule(id, opt, [&](const auto& pol) {
         for (const pipesched::event e : pipesched::events(pol, 0)) {
             col.actions.emplace_back(pipesched::format_action(pipesched::to_action(pol, e)).view());

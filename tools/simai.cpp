@@ -327,7 +327,7 @@ void require_within_limits(std::string_view source, const pipesched::simai::head
              " that the corrected order is replayed for");
     }
     pipesched::schedule_options options{};
-    options.dims = {static_cast<std::uint32_t>(pp), static_cast<std::uint32_t>(ga), 1};
+    options.shape = {static_cast<std::uint32_t>(pp), static_cast<std::uint32_t>(ga), 1};
     pipesched::with_schedule(policy, options, [&](const auto& pol) {
         if (const pipesched::shape_check c = pol.check(); !c) {
             fail("--schedule " + std::string{pipesched::display_name(pipesched::info(policy))} +
@@ -346,13 +346,13 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
     const pipesched::simai::parse_result parsed = pipesched::simai::parse_workload(text);
     if (!parsed) {
         const auto& e = *parsed.error;
-        fail(std::string{source} + ": " + e.to_string());
+        fail(std::string{source} + ": " + describe(e));
     }
     require_within_limits(source, parsed.value.header, policy);
     const pipesched::simai::analytical_comparison_result analysed =
         pipesched::simai::compare_analytical(parsed.value, policy, network);
     if (!analysed)
-        fail(std::string{source} + ": SimAI's analytical model: " + analysed.error->to_string(&parsed.value));
+        fail(std::string{source} + ": SimAI's analytical model: " + describe(*analysed.error, &parsed.value));
     const pipesched::simai::analytical_comparison& a = analysed.value;
     const pipesched::simai::comparison& c = a.timeline;
     std::string s;

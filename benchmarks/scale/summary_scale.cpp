@@ -29,16 +29,16 @@ int main(int argc, char** argv) {
         return 2;
     }
     ps::schedule_options opt{};
-    opt.dims.ranks = static_cast<std::uint32_t>(std::strtoul(argv[2], nullptr, 10));
-    opt.dims.microbatches = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 10));
-    opt.dims.chunks = 1;
+    opt.shape.ranks = static_cast<std::uint32_t>(std::strtoul(argv[2], nullptr, 10));
+    opt.shape.microbatches = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 10));
+    opt.shape.chunks = 1;
     bool fill = false;
     bool validate_only = false;
     for (int i = 4; i < argc; ++i) {
         const std::string_view a = argv[i];
         if (a == "--fill-w") fill = true;
         else if (a == "--validate") validate_only = true;
-        else opt.dims.chunks = static_cast<std::uint32_t>(std::strtoul(argv[i], nullptr, 10));
+        else opt.shape.chunks = static_cast<std::uint32_t>(std::strtoul(argv[i], nullptr, 10));
     }
     return ps::with_schedule(*id, opt, [&](const auto& pol) {
         if (const ps::shape_check c = pol.check(); !c) {
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
         getrusage(RUSAGE_SELF, &usage);
         std::printf("%-24s p=%u m=%u v=%u%s %s: %.0f events, %.2f s, %.1f M events/s, makespan %.1f, bubble %.4f, "
                     "peak RSS %.1f MiB%s\n",
-                    std::string{ps::display_name(ps::info(*id))}.c_str(), opt.dims.ranks, opt.dims.microbatches,
+                    std::string{ps::display_name(ps::info(*id))}.c_str(), opt.shape.ranks, opt.shape.microbatches,
                     pol.shape.chunks, fill ? " fill-w" : "", validate_only ? "validate" : "simulate", events,
                     seconds, events / seconds / 1e6, makespan, bubble,
                     static_cast<double>(usage.ru_maxrss) / 1024.0, ok ? "" : " (NOT VALID)");

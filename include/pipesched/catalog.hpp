@@ -146,7 +146,7 @@ inline constexpr auto schedules = detail::make_schedules(detail::catalog{});
 
 /// Everything needed to build any catalogued policy.
 struct schedule_options {
-    shape dims{};
+    pipesched::shape shape{};
     std::uint32_t group_size = 0; ///< interleaved_1f1b only; 0 = default
     backward_kind backward = backward_kind::full; ///< zero-bubble schedules: ignored, always split
 };
@@ -220,8 +220,8 @@ static_assert(backward_flags_match(catalog{}),
 template <class P>
 [[nodiscard]] constexpr P make_policy(const schedule_options& o) {
     // interleaved_1f1b is the one policy with a group size; the others take the shape only.
-    if constexpr (std::is_constructible_v<P, shape, std::uint32_t>) return P{o.dims, o.group_size};
-    else return P{o.dims};
+    if constexpr (std::is_constructible_v<P, shape, std::uint32_t>) return P{o.shape, o.group_size};
+    else return P{o.shape};
 }
 
 template <backward_kind B, class F, class Entry, class... Rest>

@@ -48,7 +48,7 @@ inline std::vector<named_schedule_result> evaluate_named_schedules(const shape& 
         r.id = info.id;
         r.chunks = info.multi_chunk ? 2u : 1u;
         schedule_options options{};
-        options.dims = {pr.p, pr.m, r.chunks};
+        options.shape = {pr.p, pr.m, r.chunks};
         with_schedule(info.id, options, [&](const auto& pol) {
             if (!pol.check()) return;
             using P = std::remove_cvref_t<decltype(pol)>;

@@ -169,9 +169,9 @@ template <class Source, class Costs, class Sink>
 class iteration_simulator {
 public:
     constexpr iteration_simulator(const Source& src, const Costs& costs, Sink& sink)
-        : src_{src}, costs_{costs}, sink_{sink}, dims_{src.dims()}, layout_{src.layout()},
-          arrival_(2 * std::size_t{src.dims().stages()} * src.dims().microbatches, unset),
-          posted_(2 * std::size_t{src.dims().stages()} * src.dims().microbatches, unset) {}
+        : src_{src}, costs_{costs}, sink_{sink}, dims_{src.shape()}, layout_{src.layout()},
+          arrival_(2 * std::size_t{src.shape().stages()} * src.shape().microbatches, unset),
+          posted_(2 * std::size_t{src.shape().stages()} * src.shape().microbatches, unset) {}
 
     constexpr iteration_simulation run(verdict check) {
         iteration_simulation out{};

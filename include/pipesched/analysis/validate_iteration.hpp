@@ -42,13 +42,13 @@ namespace pipesched {
 /// Per-rank event lists from outside (a simulator's trace, a hand-written stream).
 class event_lists {
 public:
-    constexpr event_lists(std::span<const std::vector<event>> per_rank, shape dims,
+    constexpr event_lists(std::span<const std::vector<event>> per_rank, pipesched::shape dims,
                           placement layout) noexcept
-        : per_rank_{per_rank}, dims_{dims}, layout_{layout} {}
+        : per_rank_{per_rank}, shape_{dims}, layout_{layout} {}
     [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
         return static_cast<std::uint32_t>(per_rank_.size());
     }
-    [[nodiscard]] constexpr shape dims() const noexcept { return dims_; }
+    [[nodiscard]] constexpr pipesched::shape shape() const noexcept { return shape_; }
     [[nodiscard]] constexpr placement layout() const noexcept { return layout_; }
 
     using cursor_type = detail::list_cursor<event>;
@@ -58,7 +58,7 @@ public:
 
 private:
     std::span<const std::vector<event>> per_rank_;
-    shape dims_;
+    pipesched::shape shape_;
     placement layout_;
 };
 
@@ -69,8 +69,8 @@ template <schedule_policy P>
 class policy_events {
 public:
     constexpr explicit policy_events(const P& pol) : pol_{pol} {}
-    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return dims().ranks; }
-    [[nodiscard]] constexpr shape dims() const noexcept { return pol_.shape; }
+    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return shape().ranks; }
+    [[nodiscard]] constexpr pipesched::shape shape() const noexcept { return pol_.shape; }
     [[nodiscard]] static constexpr placement layout() noexcept { return P::layout; }
     [[nodiscard]] constexpr auto cursor(std::uint32_t rank) const { return pol_.cursor(rank); }
 
@@ -84,9 +84,9 @@ class compute_projection {
 public:
     constexpr explicit compute_projection(const Source& src) : src_{src} {}
     [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return src_.ranks(); }
-    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return src_.dims().stages(); }
+    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return src_.shape().stages(); }
     [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept {
-        return src_.dims().microbatches;
+        return src_.shape().microbatches;
     }
 
     class cursor_type {
@@ -133,8 +133,8 @@ template <class Source>
 class iteration_validator {
 public:
     constexpr explicit iteration_validator(const Source& src)
-        : src_{src}, dims_{src.dims()}, layout_{src.layout()}, stages_{src.dims().stages()},
-          units_(std::size_t{src.dims().stages()} * src.dims().microbatches) {}
+        : src_{src}, dims_{src.shape()}, layout_{src.layout()}, stages_{src.shape().stages()},
+          units_(std::size_t{src.shape().stages()} * src.shape().microbatches) {}
 
     /// The first error; an order with a fatal error (anything but the rule violations the
     /// iteration replay can still time: stale_update, grad_sync_before_backward, loss_misplaced,

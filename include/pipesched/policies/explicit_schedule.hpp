@@ -59,7 +59,7 @@ public:
     constexpr explicit_schedule() = default;
 
     [[nodiscard]] constexpr shape_check check() const noexcept {
-        if (const shape_check c = check_dims(); !c) return c;
+        if (const shape_check c = check_shape(); !c) return c;
         if (per_rank_.size() != shape.ranks) {
             return {false, "an explicit schedule needs one action list per rank"};
         }
@@ -121,7 +121,7 @@ protected:
     void assign(std::vector<std::vector<event>>&& lists) { per_rank_ = std::move(lists); }
 
 private:
-    [[nodiscard]] constexpr shape_check check_dims() const noexcept {
+    [[nodiscard]] constexpr shape_check check_shape() const noexcept {
         if (const shape_check c = check_common(shape); !c) return c;
         if (Layout == placement::v_shape && shape.chunks != 2) {
             return {false, "a V-shaped explicit schedule has chunks = 2"};
@@ -145,7 +145,7 @@ explicit_build<Layout> explicit_schedule<Layout>::from_actions(std::span<const s
                                                                 const pipesched::shape& s) {
     explicit_build<Layout> out{};
     out.schedule.shape = s;
-    if (const shape_check c = out.schedule.check_dims(); !c) {
+    if (const shape_check c = out.schedule.check_shape(); !c) {
         out.error = std::string{c.message};
         return out;
     }

@@ -201,14 +201,19 @@ struct analytical_error {
     std::optional<phase> column; ///< the collective's column; empty: not tied to a row
     std::string message;
 
-    /// "row 5 (line 8, grad_gather), weight_grad: ..." or just the message.
-    [[nodiscard]] std::string to_string(const workload* w = nullptr) const {
-        if (!column) return message;
-        std::string s = "row " + std::to_string(row) + " (line " + std::to_string(line_of_row(row));
-        if (w != nullptr && row < w->rows.size()) s += ", " + w->rows[row].name;
-        return s + "), " + std::string(simai::to_string(*column)) + ": " + message;
-    }
+    /// The same as describe(*this, w); kept for code written before describe().
+    [[nodiscard]] std::string to_string(const workload* w = nullptr) const;
 };
+
+/// "row 5 (line 8, grad_gather), weight_grad: ..." or just the message; the row's name when the
+/// workload is given.
+[[nodiscard]] inline std::string describe(const analytical_error& e, const workload* w = nullptr) {
+    if (!e.column) return e.message;
+    std::string s = "row " + std::to_string(e.row) + " (line " + std::to_string(line_of_row(e.row));
+    if (w != nullptr && e.row < w->rows.size()) s += ", " + w->rows[e.row].name;
+    return s + "), " + std::string(simai::to_string(*e.column)) + ": " + e.message;
+}
+inline std::string analytical_error::to_string(const workload* w) const { return describe(*this, w); }
 
 /// The group sizes SimAI derives from the header and -g.
 struct group_sizes {

@@ -18,7 +18,7 @@ namespace pipesched::simai {
 /// ga microbatches, one chunk per rank, and its display name (PyTorch's where it has one).
 template <class F> decltype(auto) with_workload_schedule(const workload& w, schedule_id id, F&& f) {
     schedule_options opts{};
-    opts.dims = shape{std::max<std::uint32_t>(1, w.header.pp), std::max<std::uint32_t>(1, w.header.ga), 1};
+    opts.shape = shape{std::max<std::uint32_t>(1, w.header.pp), std::max<std::uint32_t>(1, w.header.ga), 1};
     return with_schedule(id, opts, [&](const auto& pol) { return f(pol, display_name(info(id))); });
 }
 

@@ -165,20 +165,24 @@ struct parse_error {
     /// Last, so that parse_error{line, field, column, message} still compiles.
     parse_errc code = parse_errc::none;
 
-    /// "line 5, field 3, column 20: ..."
-    [[nodiscard]] std::string to_string() const {
-        std::string s;
-        if (line != 0)
-            s += "line " + std::to_string(line);
-        if (field != 0)
-            s += (s.empty() ? "" : ", ") + std::string("field ") + std::to_string(field);
-        if (column != 0)
-            s += (s.empty() ? "" : ", ") + std::string("column ") + std::to_string(column);
-        if (!s.empty())
-            s += ": ";
-        return s + message;
-    }
+    /// The same as describe(*this); kept for code written before describe().
+    [[nodiscard]] std::string to_string() const;
 };
+
+/// "line 5, field 3, column 20: ..." (the library's messages are all `describe`).
+[[nodiscard]] inline std::string describe(const parse_error& e) {
+    std::string s;
+    if (e.line != 0)
+        s += "line " + std::to_string(e.line);
+    if (e.field != 0)
+        s += (s.empty() ? "" : ", ") + std::string("field ") + std::to_string(e.field);
+    if (e.column != 0)
+        s += (s.empty() ? "" : ", ") + std::string("column ") + std::to_string(e.column);
+    if (!s.empty())
+        s += ": ";
+    return s + e.message;
+}
+inline std::string parse_error::to_string() const { return describe(*this); }
 
 struct parse_result {
     workload value{};
