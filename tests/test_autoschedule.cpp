@@ -55,7 +55,7 @@ TEST_CASE("memory model: ZB-H1 with M_B = 2, M_W = 0.5, by hand") {
     ps::cost_model model{};
     model.uniform.activation_memory = 2.0;
     model.uniform.weight_memory = 0.5;
-    const ps::simulation sim = ps::simulate(ps::zb_h1{{4, 8, 1}}, model);
+    const ps::simulation sim = ps::simulate(ps::zb_h1{{.ranks = 4, .microbatches = 8, .chunks = 1}}, model);
     REQUIRE(sim);
     CHECK(sim.ranks[0].peak_memory == 8.0);
     CHECK(sim.ranks[3].peak_memory == 3.5);
@@ -67,7 +67,7 @@ TEST_CASE("memory model: a full B releases M_B") {
     ps::cost_model model{};
     model.uniform.activation_memory = 3.0;
     model.uniform.weight_memory = 1.0; // unused: no W
-    const ps::simulation sim = ps::simulate(ps::one_f_one_b<>{{4, 8, 1}}, model);
+    const ps::simulation sim = ps::simulate(ps::one_f_one_b<>{{.ranks = 4, .microbatches = 8, .chunks = 1}}, model);
     REQUIRE(sim);
     for (std::uint32_t r = 0; r < 4; ++r) CHECK(sim.ranks[r].peak_memory == 3.0 * (4 - r));
 }
@@ -79,7 +79,7 @@ TEST_CASE("memory model: per-stage M_B on a two-chunk rank adds both chunks") {
     per[2].activation_memory = 10.0;
     ps::cost_model model{};
     model.per_stage = per;
-    const ps::interleaved_1f1b<> pol{{2, 4, 2}};
+    const ps::interleaved_1f1b<> pol{{.ranks = 2, .microbatches = 4, .chunks = 2}};
     const ps::simulation sim = ps::simulate(pol, model);
     REQUIRE(sim);
     // Replayed by hand from the order: the same running sum over rank 0's events.
@@ -99,7 +99,7 @@ TEST_CASE("memory model: per-stage M_B on a two-chunk rank adds both chunks") {
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("explicit_schedule: a materialised policy behaves like the policy") {
-    const ps::zbv pol{{4, 8, 2}};
+    const ps::zbv pol{{.ranks = 4, .microbatches = 8, .chunks = 2}};
     const auto ex = ps::explicit_schedule<ps::placement::v_shape>::from_policy(pol);
     static_assert(ps::schedule_policy<ps::explicit_schedule<ps::placement::v_shape>>);
     REQUIRE(ex.check());
@@ -123,7 +123,7 @@ TEST_CASE("explicit_schedule: a materialised policy behaves like the policy") {
 }
 
 TEST_CASE("explicit_schedule: from CSV, round trip, validate, simulate, iteration") {
-    const ps::dualpipe_v pol{{2, 4, 2}}; // overlapped pairs included
+    const ps::dualpipe_v pol{{.ranks = 2, .microbatches = 4, .chunks = 2}}; // overlapped pairs included
     const std::string text = ps::write_csv(pol);
     const ps::csv_result table = ps::read_csv(text);
     REQUIRE(table);

@@ -202,7 +202,7 @@ TEST_CASE("chakra: every prefix and every single-byte change of a real file is r
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("chakra export: 1F1B p=2 m=2, node by node") {
-    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{2, 2, 1}}, cli_costs());
+    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}, cli_costs());
     REQUIRE(ex);
     REQUIRE(ex.ranks.size() == 2);
     CHECK(ex.groups.empty());
@@ -246,7 +246,7 @@ TEST_CASE("chakra export: a whole iteration with data parallelism, collectives a
     o.iteration.activation_checkpointing = true;
     o.iteration.param_gather = ps::param_gather_mode::after_step;
     o.grad_sync = ck::collective::reduce_scatter;
-    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{2, 1, 1}}, cli_costs(), o);
+    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 1, .chunks = 1}}, cli_costs(), o);
     REQUIRE(ex);
     REQUIRE(ex.ranks.size() == 4);
     CHECK(ck::comm_groups_json(ex.groups) == "{\"1\": [0, 2], \"2\": [1, 3], \"3\": [0, 1], \"4\": [2, 3]}\n");
@@ -322,7 +322,7 @@ TEST_CASE("chakra export: every schedule, iteration option and replica count giv
 }
 
 TEST_CASE("chakra export: durations are whole microseconds, fractions refused unless rounding is asked for") {
-    const ps::one_f_one_b<> pol{{2, 2, 1}};
+    const ps::one_f_one_b<> pol{{.ranks = 2, .microbatches = 2, .chunks = 1}};
     const ck::export_result refused = ck::export_traces(pol, cli_costs(1.5));
     CHECK_FALSE(refused);
     CHECK(refused.error == "rank 0: 0F0 costs 1.500000 microseconds, but Chakra stores whole microseconds; give "
@@ -344,7 +344,7 @@ TEST_CASE("chakra export: durations are whole microseconds, fractions refused un
     bad = {};
     bad.data_parallel = 0;
     CHECK(ck::export_traces(pol, cli_costs(), bad).error == "data_parallel must be at least 1");
-    CHECK(ck::export_traces(ps::interleaved_1f1b<>{{4, 9, 2}}, cli_costs()).error.starts_with("the schedule is not valid"));
+    CHECK(ck::export_traces(ps::interleaved_1f1b<>{{.ranks = 4, .microbatches = 9, .chunks = 2}}, cli_costs()).error.starts_with("the schedule is not valid"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -352,7 +352,7 @@ TEST_CASE("chakra export: durations are whole microseconds, fractions refused un
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("chakra check: what would make ASTRA-sim abort or hang is named") {
-    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{2, 2, 1}}, cli_costs());
+    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}, cli_costs());
     REQUIRE(ex);
     CHECK(ck::check_traces(ex.ranks));
     const auto message = [&](auto change) {
@@ -386,7 +386,7 @@ TEST_CASE("chakra predict: 1F1B p=2 m=2 by hand") {
     // grad 1 arrives 110062, B1 110062-130062.
     // Rank 1: act 0 arrives 30031, F0 -40031, B0 -60031 (its send lands at 80062); act 1 arrived
     // at 40031, F1 60031-70031, B1 -90031, and its send lands at 110062: rank 1 ends there.
-    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{2, 2, 1}}, cli_costs());
+    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}, cli_costs());
     REQUIRE(ex);
     const ck::prediction p = ck::predict_astra(ex.ranks);
     REQUIRE(p.check);
@@ -395,7 +395,7 @@ TEST_CASE("chakra predict: 1F1B p=2 m=2 by hand") {
     CHECK(p.nodes[1][2].issue == 40031); // 1B0
     CHECK(p.nodes[1][3].end == 80062);   // 1SEND_B0 arrives
     // One link per rank: two sends ready together go one after the other (the second waits).
-    const ck::export_result slow = ck::export_traces(ps::gpipe<>{{2, 2, 1}}, cli_costs(1, 1));
+    const ck::export_result slow = ck::export_traces(ps::gpipe<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}, cli_costs(1, 1));
     ck::astra_network net;
     net.latency_ns = 0;
     net.bandwidth_gbps = 1; // 2^20 B take 976562 ns, far longer than a forward
@@ -481,7 +481,7 @@ TEST_CASE("chakra predict: collectives are approximate, and how far off they wer
     // 0.25 % of each.
     ck::export_options o;
     o.whole_iteration = true;
-    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{4, 8, 1}}, cli_costs(), o);
+    const ck::export_result ex = ck::export_traces(ps::one_f_one_b<>{{.ranks = 4, .microbatches = 8, .chunks = 1}}, cli_costs(), o);
     REQUIRE(ex);
     const ck::prediction p = ck::predict_astra(ex.ranks);
     REQUIRE(p.check);
@@ -526,6 +526,6 @@ TEST_CASE("chakra predict: with free links it is pipesched's own replay, in nano
         }
     }
     CHECK(compared > 100);
-    CHECK(ck::simulate_astra(ps::one_f_one_b<>{{2, 2, 1}}, cli_costs()).result.finish_ns ==
+    CHECK(ck::simulate_astra(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}, cli_costs()).result.finish_ns ==
           std::vector<std::optional<std::uint64_t>>{130062, 110062});
 }

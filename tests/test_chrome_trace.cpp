@@ -81,7 +81,7 @@ std::vector<std::string> events_with(const std::vector<std::string>& lines, std:
 
 TEST_CASE("chrome trace: GPipe p=1 m=2, by hand") {
     // F = 1 unit = 1000 us, B = 2000 us, back to back; one rank, so no flows.
-    const auto sink = run(ps::gpipe<>{{1, 2, 1}});
+    const auto sink = run(ps::gpipe<>{{.ranks = 1, .microbatches = 2, .chunks = 1}});
     CHECK(sink.str() ==
           "{\"traceEvents\":[\n"
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pipesched\"}},\n"
@@ -105,7 +105,7 @@ TEST_CASE("chrome trace: 1F1B p=2 m=2, by hand") {
     // Four cross-rank dependencies: 0F0 -> 1F0, 0F1 -> 1F1, 1B0 -> 0B0, 1B1 -> 0B1, each
     // drawn from 1 us before the producer's end to 1 us after the consumer's start. Flows are
     // numbered in the order of their consumers (rank 0's first).
-    const auto sink = run(ps::one_f_one_b<>{{2, 2, 1}});
+    const auto sink = run(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}});
     CHECK(sink.str() ==
           "{\"traceEvents\":[\n"
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pipesched\"}},\n"
@@ -202,11 +202,11 @@ void check_properties(const P& pol) {
 TEST_CASE("chrome trace: events and flows over policies and shapes") {
     for (std::uint32_t p = 1; p <= 4; ++p) {
         for (std::uint32_t m = 1; m <= 9; m += 4) {
-            check_properties(ps::gpipe<>{{p, m, 1}});
-            check_properties(ps::one_f_one_b<backward_kind::split>{{p, m, 1}});
+            check_properties(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_properties(ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}});
             for (std::uint32_t v = 2; v <= 3; ++v) {
-                check_properties(ps::looped_bfs<>{{p, m, v}});
-                const ps::interleaved_1f1b<backward_kind::split> inter{{p, m, v}};
+                check_properties(ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = v}});
+                const ps::interleaved_1f1b<backward_kind::split> inter{{.ranks = p, .microbatches = m, .chunks = v}};
                 if (inter.check()) check_properties(inter);
             }
         }
@@ -214,7 +214,7 @@ TEST_CASE("chrome trace: events and flows over policies and shapes") {
 }
 
 TEST_CASE("chrome trace: a split backward is backward_input and backward_weight, not communication") {
-    const ps::interleaved_1f1b<backward_kind::split> pol{{4, 8, 2}};
+    const ps::interleaved_1f1b<backward_kind::split> pol{{.ranks = 4, .microbatches = 8, .chunks = 2}};
     const auto sink = run(pol);
     const auto slices = events_with(lines_of(sink.str()), "X");
     std::map<std::string, std::size_t> by_category;
@@ -280,7 +280,7 @@ TEST_CASE("chrome trace: p2p and iteration ops get tracks of their own") {
 }
 
 TEST_CASE("chrome trace: options, escaping and determinism") {
-    const auto sink = run(ps::one_f_one_b<>{{3, 4, 1}});
+    const auto sink = run(ps::one_f_one_b<>{{.ranks = 3, .microbatches = 4, .chunks = 1}});
     ps::trace_options o{};
     o.process_name = "1F1B \"p=3\" \\ m=4\n\t\x01";
     o.microseconds_per_unit = 0.5;
@@ -382,10 +382,10 @@ void check_stream_matches_batch(const P& pol) {
 TEST_CASE("chrome trace stream: the batch writer's slices and metadata, flows matched by id") {
     for (std::uint32_t p = 1; p <= 4; ++p) {
         for (std::uint32_t m = 1; m <= 9; m += 4) {
-            check_stream_matches_batch(ps::gpipe<>{{p, m, 1}});
-            check_stream_matches_batch(ps::one_f_one_b<backward_kind::split>{{p, m, 1}});
-            check_stream_matches_batch(ps::looped_bfs<>{{p, m, 2}});
-            if (m >= 2 * p) check_stream_matches_batch(ps::dualpipe_v{{p, m, 2}});
+            check_stream_matches_batch(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_stream_matches_batch(ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_stream_matches_batch(ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = 2}});
+            if (m >= 2 * p) check_stream_matches_batch(ps::dualpipe_v{{.ranks = p, .microbatches = m, .chunks = 2}});
         }
     }
 }
@@ -393,7 +393,7 @@ TEST_CASE("chrome trace stream: the batch writer's slices and metadata, flows ma
 TEST_CASE("chrome trace stream: memory does not grow with the trace") {
     // 1F1B p = 8, m = 4096: 65536 slices, about 12 MB of JSON, handed out in pieces of at most
     // a little over 64 KiB; the stream keeps nothing else that grows with the records.
-    const ps::one_f_one_b<> pol{{8, 4096, 1}};
+    const ps::one_f_one_b<> pol{{.ranks = 8, .microbatches = 4096, .chunks = 1}};
     std::size_t total = 0;
     std::size_t largest = 0;
     std::size_t slices = 0;

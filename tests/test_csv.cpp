@@ -307,7 +307,7 @@ TEST_CASE("csv: every policy over a grid of shapes round-trips exactly") {
 }
 
 TEST_CASE("csv: write_csv of a policy rejects an invalid shape") {
-    CHECK_THROWS_AS((void)ps::write_csv(ps::one_f_one_b<>{{4, 8, 2}}), std::invalid_argument);
+    CHECK_THROWS_AS((void)ps::write_csv(ps::one_f_one_b<>{{.ranks = 4, .microbatches = 8, .chunks = 2}}), std::invalid_argument);
 }
 
 // --- tables with communication and overlapped pairs ---------------------------------------------

@@ -59,7 +59,7 @@ PIPESCHED_VERIFY(phased_program_builds());
 TEST_CASE("detail: timeline_layout reads stage owners and chunks off the records") {
     // Interleaved p = 2, v = 2: rank 0 runs stages 0 and 2, rank 1 stages 1 and 3.
     std::vector<ps::timed_action> records;
-    const ps::interleaved_1f1b<> pol{{2, 2, 2}};
+    const ps::interleaved_1f1b<> pol{{.ranks = 2, .microbatches = 2, .chunks = 2}};
     struct collect {
         std::vector<ps::timed_action>* out;
         void push(const ps::timed_action& t) { out->push_back(t); }

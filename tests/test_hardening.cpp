@@ -45,7 +45,7 @@ std::vector<ps::event> all_events(const P& pol, std::uint32_t rank) {
 
 TEST_CASE("a policy whose check() rejects its shape cannot be used: every entry point throws") {
     // dualpipe_v needs m >= 2p: size(0) would be 6m - p = 2^64 - 52.
-    const ps::dualpipe_v dual{{64, 2, 2}};
+    const ps::dualpipe_v dual{{.ranks = 64, .microbatches = 2, .chunks = 2}};
     REQUIRE_FALSE(dual.check());
     CHECK(throws_contract_error([&] { (void)dual.size(0); }));
     CHECK(throws_contract_error([&] { (void)dual.cursor(0); }));
@@ -57,21 +57,21 @@ TEST_CASE("a policy whose check() rejects its shape cannot be used: every entry 
     CHECK(throws_contract_error([&] { (void)ps::peak_activations(dual, 0); }));
 
     // ranks above 65535 used to alias to rank 0 (16-bit event field).
-    const ps::one_f_one_b<> wide{{70000, 4, 1}};
+    const ps::one_f_one_b<> wide{{.ranks = 70000, .microbatches = 4, .chunks = 1}};
     CHECK(throws_contract_error([&] { (void)wide.size(69999); }));
     CHECK(throws_contract_error([&] { (void)wide.at(69999, 0); }));
     // chunks = 257 overflowed the iteration cursor's per-chunk array.
-    const ps::looped_bfs<> deep{{2, 2, 257}};
+    const ps::looped_bfs<> deep{{.ranks = 2, .microbatches = 2, .chunks = 257}};
     CHECK(throws_contract_error([&] { (void)ps::iteration{deep}.cursor(0); }));
     CHECK(throws_contract_error([&] { (void)deep.cursor(1); }));
     // ranks = 0 divided by zero in the group size.
-    const ps::interleaved_1f1b<> none{{0, 4, 2}};
+    const ps::interleaved_1f1b<> none{{.ranks = 0, .microbatches = 4, .chunks = 2}};
     CHECK(throws_contract_error([&] { (void)none.size(0); }));
     CHECK(throws_contract_error([&] { ps::emit(none, counting_sink{}); }));
-    const ps::zb_h2 empty_mb{{4, 0, 1}};
+    const ps::zb_h2 empty_mb{{.ranks = 4, .microbatches = 0, .chunks = 1}};
     CHECK(throws_contract_error([&] { (void)empty_mb.cursor(0); }));
-    CHECK(throws_contract_error([&] { (void)ps::zbv{{4, 8, 3}}.cursor(0); }));
-    CHECK(throws_contract_error([&] { (void)ps::interleaved_zero_bubble{{4, 9, 2}}.at(0, 0); }));
+    CHECK(throws_contract_error([&] { (void)ps::zbv{{.ranks = 4, .microbatches = 8, .chunks = 3}}.cursor(0); }));
+    CHECK(throws_contract_error([&] { (void)ps::interleaved_zero_bubble{{.ranks = 4, .microbatches = 9, .chunks = 2}}.at(0, 0); }));
 
     // The message names the violated constraint.
     try {
@@ -88,11 +88,11 @@ TEST_CASE("a policy whose check() rejects its shape cannot be used: every entry 
 }
 
 TEST_CASE("a valid policy: ranks and indices outside it are contract violations, inside it nothing changes") {
-    const ps::one_f_one_b<> pol{{4, 8, 1}};
+    const ps::one_f_one_b<> pol{{.ranks = 4, .microbatches = 8, .chunks = 1}};
     CHECK(throws_contract_error([&] { (void)pol.cursor(4); }));
     CHECK(throws_contract_error([&] { (void)pol.size(4); }));
     CHECK(throws_contract_error([&] { (void)pol.at(0, 16); }));
-    CHECK(throws_contract_error([&] { (void)ps::zb_h2{{4, 8, 1}}.at(3, 24); }));
+    CHECK(throws_contract_error([&] { (void)ps::zb_h2{{.ranks = 4, .microbatches = 8, .chunks = 1}}.at(3, 24); }));
     CHECK(throws_contract_error([&] { (void)ps::events(pol, 7); }));
     CHECK(throws_contract_error([&] { ps::emit(pol, 4, counting_sink{}); }));
     CHECK(pol.size(3) == 16);
@@ -112,7 +112,7 @@ TEST_CASE("iteration cursors are self-contained and small") {
     static_assert(sizeof(ps::iteration<ps::dualpipe_v>::cursor_type) <= 448);
     CHECK(sizeof(it_type::cursor_type) <= 384);
 
-    const ps::interleaved_1f1b<> pol{{4, 8, 2}};
+    const ps::interleaved_1f1b<> pol{{.ranks = 4, .microbatches = 8, .chunks = 2}};
     const ps::iteration_options overlapped{ps::grad_sync_mode::overlapped, ps::param_gather_mode::after_step,
                                            true, true, true};
     const it_type named{pol, overlapped};
@@ -134,7 +134,7 @@ TEST_CASE("iteration cursors are self-contained and small") {
 
 TEST_CASE("overlapped grad_sync with more chunks than the cursor keeps inline") {
     // 20 chunks: the counters beyond the 16 inline ones live on the heap.
-    const ps::looped_bfs<> pol{{2, 3, 20}};
+    const ps::looped_bfs<> pol{{.ranks = 2, .microbatches = 3, .chunks = 20}};
     const ps::iteration it{pol, ps::iteration_options{ps::grad_sync_mode::overlapped}};
     CHECK(ps::validate(it));
     for (std::uint32_t r = 0; r < 2; ++r) {
@@ -159,7 +159,7 @@ TEST_CASE("overlapped grad_sync with more chunks than the cursor keeps inline") 
 }
 
 TEST_CASE("simulate_events checks every rank before replaying: a rule violation on one rank does not let a bad peer through") {
-    const ps::one_f_one_b<> pol{{2, 2, 1}};
+    const ps::one_f_one_b<> pol{{.ranks = 2, .microbatches = 2, .chunks = 1}};
     const ps::iteration it{pol};
     std::vector<std::vector<ps::event>> lists{all_events(it, 0), all_events(it, 1)};
     // Rank 0: the optimizer step first (stale_update, which the replay can time).
@@ -197,7 +197,7 @@ TEST_CASE("simulate_events checks every rank before replaying: a rule violation 
 }
 
 TEST_CASE("costs must be finite and >= 0: a clear error, not the unset sentinel or a makespan of 0") {
-    const ps::one_f_one_b<> pol{{4, 8, 1}};
+    const ps::one_f_one_b<> pol{{.ranks = 4, .microbatches = 8, .chunks = 1}};
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double inf = std::numeric_limits<double>::infinity();
     for (const double bad : {-1.0, -1e-300, nan, inf, -inf}) {
@@ -229,7 +229,7 @@ TEST_CASE("costs must be finite and >= 0: a clear error, not the unset sentinel 
     CHECK(ps::describe(s2.check) == "invalid_cost: 2B0 at rank 2 index 2 costs nan; costs and latencies must be finite and >= 0");
 
     // A NaN overlapped pair cost is refused, a negative one still means F + B.
-    const ps::dualpipe_v dual{{2, 4, 2}};
+    const ps::dualpipe_v dual{{.ranks = 2, .microbatches = 4, .chunks = 2}};
     ps::cost_model fused{};
     fused.uniform.overlapped_forward_backward = nan;
     CHECK(ps::simulate(dual, fused).check.code == ps::verdict_code::invalid_cost);
@@ -255,7 +255,7 @@ TEST_CASE("costs must be finite and >= 0: a clear error, not the unset sentinel 
 }
 
 TEST_CASE("finite costs whose sums overflow are an error naming the action, never 0, inf or nan") {
-    const ps::one_f_one_b<> pol{{4, 8, 1}};
+    const ps::one_f_one_b<> pol{{.ranks = 4, .microbatches = 8, .chunks = 1}};
     ps::cost_model huge{};
     huge.uniform.forward = 1e308;
     const ps::simulation sim = ps::simulate(pol, huge);
@@ -286,7 +286,7 @@ TEST_CASE("finite costs whose sums overflow are an error naming the action, neve
     ps::cost_model near{};
     near.uniform.forward = 1e305;
     near.uniform.backward = 2e305;
-    const ps::simulation s4 = ps::simulate(ps::one_f_one_b<>{{64, 2, 1}}, near);
+    const ps::simulation s4 = ps::simulate(ps::one_f_one_b<>{{.ranks = 64, .microbatches = 2, .chunks = 1}}, near);
     REQUIRE(s4);
     CHECK(std::isfinite(s4.makespan));
     CHECK(s4.bubble_fraction == doctest::Approx(63.0 / 65.0));

@@ -52,8 +52,8 @@ std::string spell(const P& pol, std::uint32_t rank) {
 }
 
 // The user's question, answered: p = 1, m = 2, Megatron's defaults.
-inline constexpr ps::iteration user_1f1b{ps::one_f_one_b<>{{1, 2, 1}}};
-inline constexpr ps::iteration user_gpipe{ps::gpipe<>{{1, 2, 1}}};
+inline constexpr ps::iteration user_1f1b{ps::one_f_one_b<>{{.ranks = 1, .microbatches = 2, .chunks = 1}}};
+inline constexpr ps::iteration user_gpipe{ps::gpipe<>{{.ranks = 1, .microbatches = 2, .chunks = 1}}};
 PIPESCHED_VERIFY(ps::validate(user_1f1b));
 PIPESCHED_VERIFY(ps::validate(user_gpipe));
 PIPESCHED_VERIFY(ps::require_valid<user_1f1b>()); // optimizer after every gradient sync, at compile time
@@ -64,7 +64,7 @@ PIPESCHED_VERIFY(user_events[8].kind == op::optimizer_step);
 
 inline constexpr ps::iteration_options overlapped_options{
     ps::grad_sync_mode::overlapped, ps::param_gather_mode::after_step, true, true, true};
-inline constexpr ps::iteration interleaved_full{ps::interleaved_1f1b<ps::backward_kind::split>{{2, 4, 2}},
+inline constexpr ps::iteration interleaved_full{ps::interleaved_1f1b<ps::backward_kind::split>{{.ranks = 2, .microbatches = 4, .chunks = 2}},
                                                 overlapped_options};
 PIPESCHED_VERIFY(ps::validate(interleaved_full));
 
@@ -73,7 +73,7 @@ TEST_CASE("iteration: exact streams, checked by hand against Megatron's order") 
     CHECK(spell(user_gpipe, 0) == "F0 loss0 F1 loss1 B0 B1 sync norm step");
 
     // 1F1B, p = 2, m = 2: rank 0 sends activations to 1 and receives gradients from it.
-    const ps::iteration two{ps::one_f_one_b<>{{2, 2, 1}}};
+    const ps::iteration two{ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}};
     CHECK(spell(two, 0) == "F0 sa0>1 F1 sa1>1 rg0<1 B0 rg1<1 B1 sync norm step");
     CHECK(spell(two, 1) == "ra0<0 F0 loss0 B0 sg0>0 ra1<0 F1 loss1 B1 sg1>0 sync norm step");
 
@@ -83,7 +83,7 @@ TEST_CASE("iteration: exact streams, checked by hand against Megatron's order") 
     o.grad_sync = ps::grad_sync_mode::overlapped;
     o.activation_checkpointing = true;
     o.param_gather = ps::param_gather_mode::after_step;
-    const ps::iteration ckpt{ps::one_f_one_b<>{{2, 2, 1}}, o};
+    const ps::iteration ckpt{ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}, o};
     CHECK(spell(ckpt, 0) == "F0 sa0>1 F1 sa1>1 rg0<1 R0 B0 rg1<1 R1 B1 sync norm step gather");
     CHECK(spell(ckpt, 1) == "ra0<0 F0 loss0 R0 B0 sg0>0 ra1<0 F1 loss1 R1 B1 sg1>0 sync norm step gather");
 
@@ -92,7 +92,7 @@ TEST_CASE("iteration: exact streams, checked by hand against Megatron's order") 
     ps::iteration_options split_opts{};
     split_opts.grad_sync = ps::grad_sync_mode::overlapped;
     split_opts.param_gather = ps::param_gather_mode::next_iteration;
-    const ps::iteration inter{ps::interleaved_1f1b<ps::backward_kind::split>{{2, 2, 2}}, split_opts};
+    const ps::iteration inter{ps::interleaved_1f1b<ps::backward_kind::split>{{.ranks = 2, .microbatches = 2, .chunks = 2}}, split_opts};
     CHECK(spell(inter, 0) ==
           "gather F0c0 sa0c0>1 F1c0 sa1c0>1 ra0c1<1 F0c1 sa0c1>1 ra1c1<1 F1c1 sa1c1>1 "
           "rg0c1<1 I0c1 sg0c1>1 W0c1 rg1c1<1 I1c1 sg1c1>1 W1c1 syncc1 rg0c0<1 I0c0 W0c0 rg1c0<1 I1c0 W1c0 syncc0 "
@@ -129,10 +129,10 @@ TEST_CASE("iteration: size() matches the stream for every option and policy") {
                         INFO(ps::describe(verdict));
                         CHECK(static_cast<bool>(verdict));
                     };
-                    check_one(ps::one_f_one_b<>{{p, m, v}});
-                    check_one(ps::gpipe<ps::backward_kind::split>{{p, m, v}});
-                    check_one(ps::interleaved_1f1b<>{{p, m, v}});
-                    check_one(ps::looped_bfs<ps::backward_kind::split>{{p, m, v}});
+                    check_one(ps::one_f_one_b<>{{.ranks = p, .microbatches = m, .chunks = v}});
+                    check_one(ps::gpipe<ps::backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = v}});
+                    check_one(ps::interleaved_1f1b<>{{.ranks = p, .microbatches = m, .chunks = v}});
+                    check_one(ps::looped_bfs<ps::backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = v}});
                 }
             }
         }
@@ -182,7 +182,7 @@ TEST_CASE("iteration rules: the SimAI order (optimizer before backward) is a sta
 }
 
 TEST_CASE("iteration rules: each violation is reported with its rank and index") {
-    const ps::iteration two{ps::one_f_one_b<>{{2, 2, 1}}};
+    const ps::iteration two{ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}};
     const ps::shape dims{2, 2, 1};
     const auto base = stream_of(two);
     REQUIRE(check_stream(base, dims));

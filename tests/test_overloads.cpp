@@ -38,5 +38,5 @@ TEST_CASE("without the iteration headers, validate(iteration) and simulate(itera
     CHECK_FALSE(schedule_validatable<whole_iteration>);
     CHECK_FALSE(schedule_simulatable<whole_iteration>);
     CHECK_FALSE(schedule_simulatable_default<whole_iteration>);
-    CHECK(ps::validate(schedule{{2, 4, 1}}));
+    CHECK(ps::validate(schedule{{.ranks = 2, .microbatches = 4, .chunks = 1}}));
 }

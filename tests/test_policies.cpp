@@ -129,7 +129,7 @@ TEST_CASE("interleaved_1f1b accepts what Megatron or PyTorch accept, and nothing
                 if (!pol.check()) CHECK_FALSE(pol.check().message.empty());
             }
             // The default group size is PyTorch's; it is rejected exactly when PyTorch rejects m.
-            const ps::interleaved_1f1b<> by_default{{p, m, 2}};
+            const ps::interleaved_1f1b<> by_default{{.ranks = p, .microbatches = m, .chunks = 2}};
             CHECK(static_cast<bool>(by_default.check()) == (m % std::max(1u, m / p) == 0));
         }
     }
@@ -142,15 +142,15 @@ TEST_CASE("interleaved_1f1b accepts what Megatron or PyTorch accept, and nothing
 }
 
 TEST_CASE("single-chunk policies reject chunks != 1 and all policies reject empty shapes") {
-    CHECK_FALSE(ps::one_f_one_b<>{{4, 8, 2}}.check());
-    CHECK_FALSE(ps::gpipe<>{{4, 8, 2}}.check());
-    CHECK(ps::looped_bfs<>{{4, 8, 2}}.check());
-    CHECK_FALSE(ps::one_f_one_b<>{{0, 8, 1}}.check());
-    CHECK_FALSE(ps::gpipe<>{{4, 0, 1}}.check());
-    CHECK_FALSE(ps::looped_bfs<>{{4, 4, 0}}.check());
-    CHECK_FALSE(ps::one_f_one_b<>{{70000, 8, 1}}.check());
-    CHECK(ps::one_f_one_b<>{{1024, 65536, 1}}.check());
-    CHECK_FALSE(ps::one_f_one_b<>{{1024, 65537, 1}}.check());
+    CHECK_FALSE(ps::one_f_one_b<>{{.ranks = 4, .microbatches = 8, .chunks = 2}}.check());
+    CHECK_FALSE(ps::gpipe<>{{.ranks = 4, .microbatches = 8, .chunks = 2}}.check());
+    CHECK(ps::looped_bfs<>{{.ranks = 4, .microbatches = 8, .chunks = 2}}.check());
+    CHECK_FALSE(ps::one_f_one_b<>{{.ranks = 0, .microbatches = 8, .chunks = 1}}.check());
+    CHECK_FALSE(ps::gpipe<>{{.ranks = 4, .microbatches = 0, .chunks = 1}}.check());
+    CHECK_FALSE(ps::looped_bfs<>{{.ranks = 4, .microbatches = 4, .chunks = 0}}.check());
+    CHECK_FALSE(ps::one_f_one_b<>{{.ranks = 70000, .microbatches = 8, .chunks = 1}}.check());
+    CHECK(ps::one_f_one_b<>{{.ranks = 1024, .microbatches = 65536, .chunks = 1}}.check());
+    CHECK_FALSE(ps::one_f_one_b<>{{.ranks = 1024, .microbatches = 65537, .chunks = 1}}.check());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -224,19 +224,19 @@ TEST_CASE_TEMPLATE("cursor, at() and emit() produce the same sequence", P, PIPES
 TEST_CASE("peak in-flight activations match the published formulas") {
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t m = 1; m <= 4 * p; ++m) {
-            const ps::one_f_one_b<> ofob{{p, m, 1}};
-            const ps::gpipe<> gp{{p, m, 1}};
+            const ps::one_f_one_b<> ofob{{.ranks = p, .microbatches = m, .chunks = 1}};
+            const ps::gpipe<> gp{{.ranks = p, .microbatches = m, .chunks = 1}};
             for (std::uint32_t r = 0; r < p; ++r) {
                 CHECK(peak_alive(ofob, r) == std::min(p - r, m));
                 CHECK(peak_alive(gp, r) == m);
             }
             for (std::uint32_t v = 1; v <= 4; ++v) {
-                const ps::interleaved_1f1b<> inter{{p, m, v}};
+                const ps::interleaved_1f1b<> inter{{.ranks = p, .microbatches = m, .chunks = v}};
                 if (!inter.check()) continue;
                 const std::uint32_t g = inter.group();
                 INFO("p=" << p << " m=" << m << " v=" << v << " g=" << g);
                 CHECK(peak_alive(inter, 0) == std::min(2 * (p - 1) + (v - 1) * g + 1, m * v));
-                CHECK(peak_alive(ps::looped_bfs<>{{p, m, v}}, 0) == m * v);
+                CHECK(peak_alive(ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = v}}, 0) == m * v);
             }
         }
     }
@@ -260,7 +260,7 @@ PIPESCHED_VERIFY(ps::schedule_policy<ps::gpipe<>>);
 PIPESCHED_VERIFY(ps::indexable_policy<ps::interleaved_1f1b<backward_kind::split>>);
 PIPESCHED_VERIFY(!ps::schedule_policy<ps::shape>);
 PIPESCHED_VERIFY(!ps::schedule_policy<int>);
-PIPESCHED_VERIFY(ps::rank_cursor<decltype(ps::one_f_one_b<>{{2, 2, 1}}.cursor(0))>);
+PIPESCHED_VERIFY(ps::rank_cursor<decltype(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}.cursor(0))>);
 PIPESCHED_VERIFY(!ps::rank_cursor<ps::event>);
 
 TEST_CASE("concept checks, run-time twin") {

@@ -187,7 +187,7 @@ TEST_CASE("simai compare: a policy of another shape than the workload's is refus
         CHECK(c.simai.events.size() == 12); // SimAI's side is there all the same
     }
     // A shape the policy itself rejects names the policy's constraint.
-    const simai::comparison c = simai::compare(w, ps::zbv{{1, 2, 1}});
+    const simai::comparison c = simai::compare(w, ps::zbv{{.ranks = 1, .microbatches = 2, .chunks = 1}});
     CHECK(c.corrected.check.code == ps::verdict_code::invalid_shape);
-    CHECK(c.corrected.check.shape_message == ps::zbv{{1, 2, 1}}.check().message);
+    CHECK(c.corrected.check.shape_message == ps::zbv{{.ranks = 1, .microbatches = 2, .chunks = 1}}.check().message);
 }

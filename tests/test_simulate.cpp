@@ -17,12 +17,12 @@ using ps::op;
 constexpr bool near(double a, double b) { return (a > b ? a - b : b - a) < 1e-9; }
 
 // F = 1, B = 2, no latency (the defaults): 1F1B and GPipe take (m + p - 1)(F + B).
-inline constexpr ps::one_f_one_b<> ofob_4x8{{4, 8, 1}};
+inline constexpr ps::one_f_one_b<> ofob_4x8{{.ranks = 4, .microbatches = 8, .chunks = 1}};
 PIPESCHED_VERIFY(ps::simulate(ofob_4x8).makespan == 33.0);
 PIPESCHED_VERIFY(near(ps::simulate(ofob_4x8).bubble_fraction, 3.0 / 11.0));
 PIPESCHED_VERIFY(ps::simulate(ofob_4x8).ranks[0].peak_activations == 4);
 PIPESCHED_VERIFY(ps::peak_activations(ofob_4x8, 3) == 1);
-inline constexpr ps::interleaved_1f1b<> inter_4x8x2{{4, 8, 2}};
+inline constexpr ps::interleaved_1f1b<> inter_4x8x2{{.ranks = 4, .microbatches = 8, .chunks = 2}};
 PIPESCHED_VERIFY(near(ps::simulate(inter_4x8x2).bubble_fraction, 3.0 / 19.0));
 PIPESCHED_VERIFY(ps::peak_activations(inter_4x8x2, 0) == 11); // 2(p-1) + (v-1)g + 1
 
@@ -32,8 +32,8 @@ TEST_CASE("simulate: GPipe and 1F1B bubble is (p-1)/(m+p-1), peaks m and min(p-r
         for (std::uint32_t m = 1; m <= 4 * p; ++m) {
             INFO("p=" << p << " m=" << m);
             const double expected = double(p - 1) / double(m + p - 1);
-            const ps::simulation one = ps::simulate(ps::one_f_one_b<>{{p, m, 1}});
-            const ps::simulation all = ps::simulate(ps::gpipe<>{{p, m, 1}});
+            const ps::simulation one = ps::simulate(ps::one_f_one_b<>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            const ps::simulation all = ps::simulate(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
             REQUIRE(one);
             REQUIRE(all);
             CHECK(near(one.bubble_fraction, expected));
@@ -74,7 +74,7 @@ TEST_CASE("simulate: looped BFS bubble is (p-1)/(v*m+p-1) when m >= p, peak m*v"
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t m = 1; m <= 4 * p; ++m) {
             for (std::uint32_t v = 1; v <= 4; ++v) {
-                const ps::simulation s = ps::simulate(ps::looped_bfs<>{{p, m, v}});
+                const ps::simulation s = ps::simulate(ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = v}});
                 INFO("p=" << p << " m=" << m << " v=" << v);
                 REQUIRE(s);
                 const double formula = double(p - 1) / double(v * m + p - 1);
@@ -92,7 +92,7 @@ TEST_CASE("simulate: interleaved with m < p (PyTorch only) has a larger bubble t
     for (std::uint32_t p = 2; p <= 8; ++p) {
         for (std::uint32_t m = 1; m < p; ++m) {
             for (std::uint32_t v = 2; v <= 4; ++v) {
-                const ps::simulation s = ps::simulate(ps::interleaved_1f1b<>{{p, m, v}});
+                const ps::simulation s = ps::simulate(ps::interleaved_1f1b<>{{.ranks = p, .microbatches = m, .chunks = v}});
                 REQUIRE(s);
                 CHECK(s.bubble_fraction > double(p - 1) / double(v * m + p - 1));
             }
@@ -105,7 +105,7 @@ TEST_CASE("simulate: p2p latency adds 2(p-1) hops to the 1F1B critical path") {
     costs.p2p_latency = 0.5;
     for (std::uint32_t p = 1; p <= 6; ++p) {
         for (std::uint32_t m = 1; m <= 3 * p; ++m) {
-            const ps::simulation s = ps::simulate(ps::gpipe<>{{p, m, 1}}, costs);
+            const ps::simulation s = ps::simulate(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}}, costs);
             INFO("p=" << p << " m=" << m);
             // GPipe: the first forward crosses p-1 links, the last backward p-1 links.
             CHECK(near(s.makespan, 3.0 * (m + p - 1) + 2 * 0.5 * (p - 1)));
@@ -119,7 +119,7 @@ TEST_CASE("simulate: per-stage costs make the slowest stage the bottleneck") {
     ps::cost_model costs{};
     costs.per_stage = stages;
     const std::uint32_t m = 16;
-    const ps::simulation s = ps::simulate(ps::one_f_one_b<>{{4, m, 1}}, costs);
+    const ps::simulation s = ps::simulate(ps::one_f_one_b<>{{.ranks = 4, .microbatches = m, .chunks = 1}}, costs);
     REQUIRE(s);
     CHECK(near(s.ranks[2].busy, 6.0 * m));
     CHECK(s.makespan >= 6.0 * m);
@@ -129,7 +129,7 @@ TEST_CASE("simulate: per-stage costs make the slowest stage the bottleneck") {
 TEST_CASE("simulate: split backward, W fills bubbles when allowed") {
     // 1F1B with every W moved to the end of its rank: in order, the W's run after the last I;
     // with fill_with_weight they run while the rank waits for gradients.
-    const ps::one_f_one_b<backward_kind::split> pol{{4, 8, 1}};
+    const ps::one_f_one_b<backward_kind::split> pol{{.ranks = 4, .microbatches = 8, .chunks = 1}};
     std::vector<std::vector<ps::action>> deferred(4);
     for (std::uint32_t r = 0; r < 4; ++r) {
         std::vector<ps::action> weights;
@@ -164,7 +164,7 @@ TEST_CASE("simulate: the timeline sink sees every action once, in dependency ord
         std::vector<ps::timed_action> seen;
         void push(const ps::timed_action& t) { seen.push_back(t); }
     };
-    const ps::interleaved_1f1b<> pol{{3, 6, 2}};
+    const ps::interleaved_1f1b<> pol{{.ranks = 3, .microbatches = 6, .chunks = 2}};
     recorder rec;
     ps::cost_model costs{};
     costs.p2p_latency = 0.25;
@@ -196,7 +196,7 @@ TEST_CASE("simulate: the timeline sink sees every action once, in dependency ord
 }
 
 TEST_CASE("simulate: invalid schedules are not simulated") {
-    const ps::simulation bad_shape = ps::simulate(ps::gpipe<>{{4, 8, 3}});
+    const ps::simulation bad_shape = ps::simulate(ps::gpipe<>{{.ranks = 4, .microbatches = 8, .chunks = 3}});
     CHECK_FALSE(bad_shape);
     CHECK(bad_shape.check.code == ps::verdict_code::invalid_shape);
     const std::vector<std::vector<ps::action>> deadlocked{
@@ -210,7 +210,7 @@ TEST_CASE("simulate: invalid schedules are not simulated") {
 }
 
 TEST_CASE("simulate: action lists from outside give the same result as the policy") {
-    const ps::one_f_one_b<> pol{{4, 6, 1}};
+    const ps::one_f_one_b<> pol{{.ranks = 4, .microbatches = 6, .chunks = 1}};
     std::vector<std::vector<ps::action>> lists(4);
     for (std::uint32_t r = 0; r < 4; ++r) {
         for (ps::event e : ps::events(pol, r)) lists[r].push_back(ps::to_action(pol, e));

@@ -15,7 +15,7 @@ using ps::op;
 
 constexpr bool near(double a, double b) { return (a > b ? a - b : b - a) < 1e-9; }
 
-inline constexpr ps::iteration small_iteration{ps::one_f_one_b<>{{4, 8, 1}}};
+inline constexpr ps::iteration small_iteration{ps::one_f_one_b<>{{.ranks = 4, .microbatches = 8, .chunks = 1}}};
 PIPESCHED_VERIFY(ps::simulate(small_iteration).makespan == 33.0); // free communication: compute only
 PIPESCHED_VERIFY(ps::simulate(small_iteration).replayed);
 
@@ -44,10 +44,10 @@ TEST_CASE("simulate iteration: free communication reproduces the compute replay"
                         if (latency == 0.0) CHECK(full.exposed(ps::comm_kind::p2p) == 0.0);
                     }
                 };
-                same(ps::one_f_one_b<>{{p, m, v}});
-                same(ps::gpipe<ps::backward_kind::split>{{p, m, v}});
-                same(ps::interleaved_1f1b<>{{p, m, v}});
-                same(ps::looped_bfs<>{{p, m, v}});
+                same(ps::one_f_one_b<>{{.ranks = p, .microbatches = m, .chunks = v}});
+                same(ps::gpipe<ps::backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = v}});
+                same(ps::interleaved_1f1b<>{{.ranks = p, .microbatches = m, .chunks = v}});
+                same(ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = v}});
             }
         }
     }
@@ -63,7 +63,7 @@ TEST_CASE("simulate iteration: overlapped grad sync hides all but the last chunk
             ps::iteration_options at_end{};
             ps::iteration_options overlapped{};
             overlapped.grad_sync = ps::grad_sync_mode::overlapped;
-            const ps::looped_bfs<> pol{{1, m, v}};
+            const ps::looped_bfs<> pol{{.ranks = 1, .microbatches = m, .chunks = v}};
             const auto late = ps::simulate(ps::iteration{pol, at_end}, costs);
             const auto early = ps::simulate(ps::iteration{pol, overlapped}, costs);
             INFO("v=" << v << " m=" << m);
@@ -86,7 +86,7 @@ TEST_CASE("simulate iteration: bandwidth, grad norm collective, optimizer, param
     costs.optimizer = 1.0;
     ps::iteration_options o{};
     o.param_gather = ps::param_gather_mode::after_step;
-    const ps::iteration it{ps::one_f_one_b<>{{2, 2, 1}}, o};
+    const ps::iteration it{ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}, o};
     struct collect {
         std::vector<ps::timed_event> seen;
         void push(const ps::timed_event& t) { seen.push_back(t); }
@@ -127,7 +127,7 @@ TEST_CASE("simulate iteration: a stale order still replays, and says it is stale
     REQUIRE(s.replayed);
     CHECK(s.ranks[0].peak_activations == 2); // both microbatches alive, as the user noticed
     CHECK(near(s.makespan, 2 + 1 + 4 + 2)); // forwards, optimizer, backwards, the trailing sync
-    const auto fixed = ps::simulate(ps::iteration{ps::one_f_one_b<>{{1, 2, 1}}}, costs);
+    const auto fixed = ps::simulate(ps::iteration{ps::one_f_one_b<>{{.ranks = 1, .microbatches = 2, .chunks = 1}}}, costs);
     CHECK(fixed.check);
     CHECK(fixed.ranks[0].peak_activations == 1);
     CHECK(near(fixed.makespan, 6 + 2 + 1)); // compute, sync, then the optimizer

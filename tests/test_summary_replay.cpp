@@ -91,11 +91,11 @@ TEST_CASE("summary replay: what it holds follows the tensors in flight, not the 
     // turns and holds about one turn's worth per stage boundary.
     const ps::cost_model costs{};
     for (const std::uint32_t m : {256u, 4096u}) {
-        const std::size_t gpipe = summary_peak_pending(ps::gpipe<>{{8, m, 1}}, costs);
-        const std::size_t one_f_one_b = summary_peak_pending(ps::one_f_one_b<>{{8, m, 1}}, costs);
-        const std::size_t interleaved = summary_peak_pending(ps::interleaved_1f1b<>{{8, m, 4}}, costs);
-        const std::size_t zbv = summary_peak_pending(ps::zbv{{8, m, 2}}, costs);
-        const std::size_t dual = summary_peak_pending(ps::dualpipe_v{{8, m, 2}}, costs);
+        const std::size_t gpipe = summary_peak_pending(ps::gpipe<>{{.ranks = 8, .microbatches = m, .chunks = 1}}, costs);
+        const std::size_t one_f_one_b = summary_peak_pending(ps::one_f_one_b<>{{.ranks = 8, .microbatches = m, .chunks = 1}}, costs);
+        const std::size_t interleaved = summary_peak_pending(ps::interleaved_1f1b<>{{.ranks = 8, .microbatches = m, .chunks = 4}}, costs);
+        const std::size_t zbv = summary_peak_pending(ps::zbv{{.ranks = 8, .microbatches = m, .chunks = 2}}, costs);
+        const std::size_t dual = summary_peak_pending(ps::dualpipe_v{{.ranks = 8, .microbatches = m, .chunks = 2}}, costs);
         // Bounded independently of m: at most two turns (64 actions each) per stage boundary.
         CHECK(gpipe <= 2 * 64 * 8);
         CHECK(one_f_one_b <= 2 * 64 * 8);
@@ -106,6 +106,6 @@ TEST_CASE("summary replay: what it holds follows the tensors in flight, not the 
     // The same bound with fill_with_weight (which also tracks units between their I and W).
     ps::cost_model fill{};
     fill.fill_with_weight = true;
-    CHECK(summary_peak_pending(ps::zb_h1{{8, 4096, 1}}, fill) <= 3 * 64 * 8);
-    CHECK(summary_peak_pending(ps::interleaved_zero_bubble{{8, 4096, 2}}, fill) <= 3 * 64 * 16);
+    CHECK(summary_peak_pending(ps::zb_h1{{.ranks = 8, .microbatches = 4096, .chunks = 1}}, fill) <= 3 * 64 * 8);
+    CHECK(summary_peak_pending(ps::interleaved_zero_bubble{{.ranks = 8, .microbatches = 4096, .chunks = 2}}, fill) <= 3 * 64 * 16);
 }

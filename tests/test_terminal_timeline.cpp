@@ -56,7 +56,7 @@ std::string cells_of(const std::string& row) {
 TEST_CASE("terminal timeline: 1F1B p=2 m=2, by hand") {
     // F = 1, B = 2. Rank 0: F0 [0,1] F1 [1,2], waits for 1B0, B0 [4,6], waits for 1B1, B1 [7,9].
     // Rank 1: F0 [1,2] B0 [2,4] F1 [4,5] (0F1 ended at 2, rank busy until 4) B1 [5,7].
-    const auto records = run(ps::one_f_one_b<>{{2, 2, 1}});
+    const auto records = run(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}});
     CHECK(ps::render_terminal_timeline(records) ==
           "rank 0 |F0-F1-......B0----...B1----|\n"
           "rank 1 |...F0-B0----F1-B1----......|\n"
@@ -65,7 +65,7 @@ TEST_CASE("terminal timeline: 1F1B p=2 m=2, by hand") {
 }
 
 TEST_CASE("terminal timeline: GPipe p=1 m=2, by hand, and the option switches") {
-    const auto records = run(ps::gpipe<>{{1, 2, 1}});
+    const auto records = run(ps::gpipe<>{{.ranks = 1, .microbatches = 2, .chunks = 1}});
     CHECK(ps::render_terminal_timeline(records) ==
           "rank 0 |F0-F1-B0----B1----|\n"
           "time    0     2     4\n"
@@ -87,7 +87,7 @@ TEST_CASE("terminal timeline: GPipe p=1 m=2, by hand, and the option switches") 
 TEST_CASE("terminal timeline: split backward, by hand") {
     // 1F1B p=2 m=1 split, F = I = W = 1: rank 0 F0 [0,1] I0 [3,4] W0 [4,5];
     // rank 1 F0 [1,2] I0 [2,3] W0 [3,4].
-    const auto records = run(ps::one_f_one_b<backward_kind::split>{{2, 1, 1}});
+    const auto records = run(ps::one_f_one_b<backward_kind::split>{{.ranks = 2, .microbatches = 1, .chunks = 1}});
     CHECK(ps::render_terminal_timeline(records) ==
           "rank 0 |F0-......I0-W0-|\n"
           "rank 1 |...F0-I0-W0-...|\n"
@@ -97,7 +97,7 @@ TEST_CASE("terminal timeline: split backward, by hand") {
 
 TEST_CASE("terminal timeline: chunks as letter case or suffix") {
     // Interleaved p=2 m=2 v=2: stages 0,1 are chunk 0, stages 2,3 chunk 1.
-    const auto records = run(ps::interleaved_1f1b<>{{2, 2, 2}});
+    const auto records = run(ps::interleaved_1f1b<>{{.ranks = 2, .microbatches = 2, .chunks = 2}});
     ps::terminal_options o{};
     o.max_width = 0;
     const std::string automatic = ps::render_terminal_timeline(records, o);
@@ -117,13 +117,13 @@ TEST_CASE("terminal timeline: chunks as letter case or suffix") {
     // Three chunks pick the suffix automatically; labels that do not fit drop the chunk first.
     o.chunks = ps::chunk_marking::automatic;
     o.columns_per_unit = 3;
-    const std::string three = ps::render_terminal_timeline(run(ps::interleaved_1f1b<>{{2, 2, 3}}), o);
+    const std::string three = ps::render_terminal_timeline(run(ps::interleaved_1f1b<>{{.ranks = 2, .microbatches = 2, .chunks = 3}}), o);
     CHECK(three.find("B0c2--") != std::string::npos);
     CHECK(three.find("F0-") != std::string::npos);
 }
 
 TEST_CASE("terminal timeline: a wide schedule is scaled down, not wrapped") {
-    const auto records = run(ps::one_f_one_b<>{{4, 32, 1}}); // makespan 105: 315 columns at 3/unit
+    const auto records = run(ps::one_f_one_b<>{{.ranks = 4, .microbatches = 32, .chunks = 1}}); // makespan 105: 315 columns at 3/unit
     ps::terminal_options o{};
     o.max_width = 80;
     const auto lines = lines_of(ps::render_terminal_timeline(records, o));
@@ -181,13 +181,13 @@ void check_properties(const P& pol) {
 TEST_CASE("terminal timeline: properties over policies and shapes") {
     for (std::uint32_t p = 1; p <= 4; ++p) {
         for (std::uint32_t m = 1; m <= 12; m += 3) {
-            check_properties(ps::gpipe<>{{p, m, 1}});
-            check_properties(ps::one_f_one_b<>{{p, m, 1}});
-            check_properties(ps::one_f_one_b<backward_kind::split>{{p, m, 1}});
+            check_properties(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_properties(ps::one_f_one_b<>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_properties(ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}});
             for (std::uint32_t v = 1; v <= 3; ++v) {
-                const ps::looped_bfs<> bfs{{p, m, v}};
+                const ps::looped_bfs<> bfs{{.ranks = p, .microbatches = m, .chunks = v}};
                 if (bfs.check()) check_properties(bfs);
-                const ps::interleaved_1f1b<backward_kind::split> inter{{p, m, v}};
+                const ps::interleaved_1f1b<backward_kind::split> inter{{.ranks = p, .microbatches = m, .chunks = v}};
                 if (inter.check()) check_properties(inter);
             }
         }
@@ -195,7 +195,7 @@ TEST_CASE("terminal timeline: properties over policies and shapes") {
 }
 
 TEST_CASE("terminal timeline: the legend names only the letters that occur") {
-    const auto split = run(ps::interleaved_1f1b<backward_kind::split>{{2, 2, 2}});
+    const auto split = run(ps::interleaved_1f1b<backward_kind::split>{{.ranks = 2, .microbatches = 2, .chunks = 2}});
     const auto lines = lines_of(ps::render_terminal_timeline(split));
     CHECK(lines.back() == "F forward, I input grad, W weight grad, . idle; F3-- = microbatch 3; "
                           "lower case = chunk 1; 3 columns per unit");

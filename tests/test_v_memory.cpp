@@ -27,7 +27,7 @@ void check_grid(std::uint32_t (*formula)(std::uint32_t)) {
     for (std::uint32_t p = 1; p <= 12; ++p) {
         for (std::uint32_t m = 1; m <= 16; ++m) {
             INFO(P::name << " p=" << p << " m=" << m);
-            const P pol{{p, m, 2}};
+            const P pol{{.ranks = p, .microbatches = m, .chunks = 2}};
             REQUIRE(pol.check());
             REQUIRE(ps::validate(pol));
             for (std::uint32_t r = 0; r < p; ++r) {
@@ -57,15 +57,15 @@ TEST_CASE("V-Min and V-Half: memory against 1F1B and ZB-V at unit costs") {
     const std::uint32_t p = 8;
     const std::uint32_t m = 32;
     const auto peak = [](const auto& pol) { return ps::simulate(pol).max_peak_activations(); };
-    CHECK(peak(ps::zbv{{p, m, 2}}) == 16);
-    CHECK(peak(ps::v_half{{p, m, 2}}) == 10);
-    CHECK(peak(ps::v_min{{p, m, 2}}) == 8);
+    CHECK(peak(ps::zbv{{.ranks = p, .microbatches = m, .chunks = 2}}) == 16);
+    CHECK(peak(ps::v_half{{.ranks = p, .microbatches = m, .chunks = 2}}) == 10);
+    CHECK(peak(ps::v_min{{.ranks = p, .microbatches = m, .chunks = 2}}) == 8);
     // The price is bubble: at unit costs ZB-V has the least.
     ps::cost_model unit{};
     unit.uniform = {0.5, 1.0, 0.5, 0.5};
-    const double zbv = ps::simulate(ps::zbv{{p, m, 2}}, unit).makespan;
-    const double half = ps::simulate(ps::v_half{{p, m, 2}}, unit).makespan;
-    const double vmin = ps::simulate(ps::v_min{{p, m, 2}}, unit).makespan;
+    const double zbv = ps::simulate(ps::zbv{{.ranks = p, .microbatches = m, .chunks = 2}}, unit).makespan;
+    const double half = ps::simulate(ps::v_half{{.ranks = p, .microbatches = m, .chunks = 2}}, unit).makespan;
+    const double vmin = ps::simulate(ps::v_min{{.ranks = p, .microbatches = m, .chunks = 2}}, unit).makespan;
     CHECK(zbv <= half);
     CHECK(half <= vmin);
 }
@@ -80,28 +80,28 @@ TEST_CASE("V-Min: rank 0's order for p = 4, m = 8, as the authors' generator bui
         "0F0,0F1,0F2,7F0,7I0,7W0,7F1,7I1,7W1,0I0,0W0,0F3,7F2,7I2,0I1,7W2,0W1,0F4,7F3,7I3,0I2,7W3,0W2,"
         "0F5,7F4,7I4,0I3,7W4,0W3,0F6,7F5,7I5,0I4,7W5,0W4,0F7,7F6,7I6,0I5,7W6,0W5,7F7,7I7,0I6,7W7,0W6,"
         "0I7,0W7\n";
-    const std::string csv = ps::write_csv(ps::v_min{{4, 8, 2}});
+    const std::string csv = ps::write_csv(ps::v_min{{.ranks = 4, .microbatches = 8, .chunks = 2}});
     CHECK(csv.substr(0, csv.find('\n') + 1) == expected);
 }
 
 TEST_CASE("V-Min and V-Half: shapes, catalog names, iteration") {
-    CHECK_FALSE(ps::v_min{{4, 8, 1}}.check());
-    CHECK(std::string{ps::v_min{{4, 8, 1}}.check().message} == "V-Min runs two chunks per rank in a V: chunks must be 2");
-    CHECK_FALSE(ps::v_half{{2048, 1024, 2}}.check());
-    CHECK_FALSE(ps::v_half{{0, 8, 2}}.check());
+    CHECK_FALSE(ps::v_min{{.ranks = 4, .microbatches = 8, .chunks = 1}}.check());
+    CHECK(std::string{ps::v_min{{.ranks = 4, .microbatches = 8, .chunks = 1}}.check().message} == "V-Min runs two chunks per rank in a V: chunks must be 2");
+    CHECK_FALSE(ps::v_half{{.ranks = 2048, .microbatches = 1024, .chunks = 2}}.check());
+    CHECK_FALSE(ps::v_half{{.ranks = 0, .microbatches = 8, .chunks = 2}}.check());
     CHECK(ps::find_schedule("v_min") == ps::schedule_id::v_min);
     CHECK(ps::find_schedule("V-Min") == ps::schedule_id::v_min);
     CHECK(ps::find_schedule("ZBVMin") == ps::schedule_id::v_min);
     CHECK(ps::find_schedule("VHalf") == ps::schedule_id::v_half);
     CHECK(ps::find_schedule("ZB-V-Half") == ps::schedule_id::v_half);
-    const auto name = ps::with_schedule(ps::schedule_id::v_half, {{4, 8, 2}}, [](const auto& pol) { return pol.name; });
+    const auto name = ps::with_schedule(ps::schedule_id::v_half, {{.ranks = 4, .microbatches = 8, .chunks = 2}}, [](const auto& pol) { return pol.name; });
     CHECK(name == "v_half");
-    CHECK(ps::validate(ps::iteration{ps::v_min{{4, 8, 2}}}));
-    CHECK(ps::validate(ps::iteration{ps::v_half{{3, 5, 2}}}));
+    CHECK(ps::validate(ps::iteration{ps::v_min{{.ranks = 4, .microbatches = 8, .chunks = 2}}}));
+    CHECK(ps::validate(ps::iteration{ps::v_half{{.ranks = 3, .microbatches = 5, .chunks = 2}}}));
 }
 
 TEST_CASE("explicit schedules (V-Min, an autoschedule result) export to Chakra like any policy") {
-    const ps::v_min vmin{{4, 8, 2}};
+    const ps::v_min vmin{{.ranks = 4, .microbatches = 8, .chunks = 2}};
     const ps::chakra::export_result a = ps::chakra::export_traces(vmin, ps::iteration_cost_model{});
     INFO(a.error);
     REQUIRE(a);

@@ -201,7 +201,7 @@ std::vector<std::string> reference_dualpipe_v(std::uint32_t p, std::uint32_t m, 
 //     f0 = 3 < 4:                 0F3 0I0 0W0 3F2 3I2 3W2            f0 = 4, f1 = 3
 //     f1 = 3 < f0 = 4, no F0:     0I1 0W1 3F3 3I3 3W3                f1 = 4, b0 = 2
 //   cooldown_n1 = r = 0; cooldown_n2 = p-r = 2: 0I2 0W2, 0I3 0W3; no W left over.
-constexpr ps::zbv zbv_2x4{{2, 4, 2}};
+constexpr ps::zbv zbv_2x4{{.ranks = 2, .microbatches = 4, .chunks = 2}};
 constexpr std::string_view zbv_2x4_rank0 =
     "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,3W3,"
     "0I2,0W2,0I3,0W3";
@@ -217,14 +217,14 @@ PIPESCHED_VERIFY(cells_are(zbv_2x4, 1, zbv_2x4_rank1));
 // ZB-V, p = 2, m = 1: PyTorch pads to n_micro = 3 and idles the slots of microbatches 1, 2.
 // Rank 0 before dropping: 0F0 0F1 0F2 | 3F0 3I0 3W0 3F1 3I1 3W1 | 0I0 0W0 3F2 3I2 3W2 |
 // 0I1 0W1 0I2 0W2; kept: those of microbatch 0, in order.
-constexpr ps::zbv zbv_2x1{{2, 1, 2}};
+constexpr ps::zbv zbv_2x1{{.ranks = 2, .microbatches = 1, .chunks = 2}};
 PIPESCHED_VERIFY(cells_are(zbv_2x1, 0, "0F0,3F0,3I0,3W0,0I0,0W0"));
 PIPESCHED_VERIFY(cells_are(zbv_2x1, 1, "1F0,2F0,2I0,2W0,1I0,1W0"));
 
 // ZB-V, p = 1, m = 2: one rank holds stages 0 and 1; n_micro = 2. warmup_n1 = 1: 0F0;
 // warmup_n3 = 1: 1F0 1I0 1W0; stable once (f0 = 1 < 2): 0F1 0I0 0W0 1F1 1I1 1W1;
 // cooldown_n2 = 1: 0I1 0W1.
-constexpr ps::zbv zbv_1x2{{1, 2, 2}};
+constexpr ps::zbv zbv_1x2{{.ranks = 1, .microbatches = 2, .chunks = 2}};
 PIPESCHED_VERIFY(cells_are(zbv_1x2, 0, "0F0,1F0,1I0,1W0,0F1,0I0,0W0,1F1,1I1,1W1,0I1,0W1"));
 
 // DualPipeV, p = 2, m = 4, rank 0 (stages 0 and 3). Counters per (stage, type); B counts on
@@ -237,7 +237,7 @@ PIPESCHED_VERIFY(cells_are(zbv_1x2, 0, "0F0,1F0,1I0,1W0,0F1,0I0,0W0,1F1,1I1,1W1,
 //   step 6, r+1 = 1: i = 0 = step_6//2, r even: 3B3, then zero bubble on: 0I2 (queued)
 //   step 7, p-r-1 = 1:         W pops (0,2): 0W2, 0I3 (queued)
 //   step 8, r+1 = 1:           0W3
-constexpr ps::dualpipe_v dpv_2x4{{2, 4, 2}};
+constexpr ps::dualpipe_v dpv_2x4{{.ranks = 2, .microbatches = 4, .chunks = 2}};
 constexpr std::string_view dpv_2x4_rank0 =
     "0F0,0F1,0F2,3F0,3I0,3W0,3F1,(0F3;3B1)OVERLAP_F_B,(3F2;0B0)OVERLAP_F_B,3B2,"
     "(3F3;0B1)OVERLAP_F_B,3B3,0I2,0W2,0I3,0W3";
@@ -254,11 +254,11 @@ PIPESCHED_VERIFY(cells_are(dpv_2x4, 1, dpv_2x4_rank1));
 // DualPipeV, p = 1, m = 2: rank 0 is first and last (stages 0 and 1). step 2: 0F0 1F0;
 // step 4 once, not overlapped at i = 0: 0F1 1B0 (1F1;0B0); step 6 once, r even: 1B1 0I1;
 // step 8: 0W1.
-constexpr ps::dualpipe_v dpv_1x2{{1, 2, 2}};
+constexpr ps::dualpipe_v dpv_1x2{{.ranks = 1, .microbatches = 2, .chunks = 2}};
 PIPESCHED_VERIFY(cells_are(dpv_1x2, 0, "0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"));
 
 // Events, not cells: a pair is a marker and then its two actions; the marker counts in size().
-inline constexpr ps::dualpipe_v dpv_1x2_nttp{{1, 2, 2}};
+inline constexpr ps::dualpipe_v dpv_1x2_nttp{{.ranks = 1, .microbatches = 2, .chunks = 2}};
 constexpr auto dpv_1x2_events = ps::to_array<dpv_1x2_nttp>();
 PIPESCHED_VERIFY(dpv_1x2_events.size() == 6 * 2 - 1 - 1);
 PIPESCHED_VERIFY(dpv_1x2_events[4].kind == op::overlap_f_b);
@@ -294,24 +294,24 @@ PIPESCHED_VERIFY(ps::schedule_policy<ps::zbv>);
 PIPESCHED_VERIFY(ps::schedule_policy<ps::dualpipe_v>);
 PIPESCHED_VERIFY(ps::zbv::layout == ps::placement::v_shape);
 PIPESCHED_VERIFY(ps::dualpipe_v::layout == ps::placement::v_shape);
-PIPESCHED_VERIFY(!ps::zbv{{4, 8, 1}}.check());
-PIPESCHED_VERIFY(!ps::dualpipe_v{{4, 7, 2}}.check());
+PIPESCHED_VERIFY(!ps::zbv{{.ranks = 4, .microbatches = 8, .chunks = 1}}.check());
+PIPESCHED_VERIFY(!ps::dualpipe_v{{.ranks = 4, .microbatches = 7, .chunks = 2}}.check());
 
 TEST_CASE("zbv and dualpipe_v: accepted shapes, and messages naming the constraint") {
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t m = 1; m <= 4 * p; ++m) {
             for (std::uint32_t v = 1; v <= 4; ++v) {
-                CHECK(static_cast<bool>(ps::zbv{{p, m, v}}.check()) == (v == 2));
-                CHECK(static_cast<bool>(ps::dualpipe_v{{p, m, v}}.check()) == (v == 2 && m >= 2 * p));
+                CHECK(static_cast<bool>(ps::zbv{{.ranks = p, .microbatches = m, .chunks = v}}.check()) == (v == 2));
+                CHECK(static_cast<bool>(ps::dualpipe_v{{.ranks = p, .microbatches = m, .chunks = v}}.check()) == (v == 2 && m >= 2 * p));
             }
         }
     }
-    CHECK(ps::zbv{{4, 8, 3}}.check().message.find("chunks must be 2") != std::string_view::npos);
-    CHECK(ps::dualpipe_v{{4, 8, 1}}.check().message.find("chunks must be 2") != std::string_view::npos);
-    CHECK(ps::dualpipe_v{{4, 7, 2}}.check().message.find("microbatches must be at least 2 * ranks") !=
+    CHECK(ps::zbv{{.ranks = 4, .microbatches = 8, .chunks = 3}}.check().message.find("chunks must be 2") != std::string_view::npos);
+    CHECK(ps::dualpipe_v{{.ranks = 4, .microbatches = 8, .chunks = 1}}.check().message.find("chunks must be 2") != std::string_view::npos);
+    CHECK(ps::dualpipe_v{{.ranks = 4, .microbatches = 7, .chunks = 2}}.check().message.find("microbatches must be at least 2 * ranks") !=
           std::string_view::npos);
-    CHECK_FALSE(ps::zbv{{0, 8, 2}}.check());
-    CHECK(ps::validate(ps::dualpipe_v{{4, 7, 2}}).code == ps::verdict_code::invalid_shape);
+    CHECK_FALSE(ps::zbv{{.ranks = 0, .microbatches = 8, .chunks = 2}}.check());
+    CHECK(ps::validate(ps::dualpipe_v{{.ranks = 4, .microbatches = 7, .chunks = 2}}).code == ps::verdict_code::invalid_shape);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -326,7 +326,7 @@ void for_each_v_shape(F&& f) {
 
 TEST_CASE("zbv: equals PyTorch's ScheduleZBVZeroBubble (reference loop) with idle slots removed") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
-        const ps::zbv pol{{p, m, 2}};
+        const ps::zbv pol{{.ranks = p, .microbatches = m, .chunks = 2}};
         for (std::uint32_t r = 0; r < p; ++r) {
             INFO("p=" << p << " m=" << m << " rank=" << r);
             CHECK(cells_of(pol, r) == reference_zbv(p, m, r));
@@ -337,7 +337,7 @@ TEST_CASE("zbv: equals PyTorch's ScheduleZBVZeroBubble (reference loop) with idl
 TEST_CASE("dualpipe_v: equals PyTorch's ScheduleDualPipeV (reference loop), pairs included") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
         if (m < 2 * p) return;
-        const ps::dualpipe_v pol{{p, m, 2}};
+        const ps::dualpipe_v pol{{.ranks = p, .microbatches = m, .chunks = 2}};
         for (std::uint32_t r = 0; r < p; ++r) {
             INFO("p=" << p << " m=" << m << " rank=" << r);
             CHECK(cells_of(pol, r) == reference_dualpipe_v(p, m, r));
@@ -373,8 +373,8 @@ void check_cursor_emit_size(const P& pol) {
 
 TEST_CASE("zbv and dualpipe_v: cursor, emit() and size() agree") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
-        check_cursor_emit_size(ps::zbv{{p, m, 2}});
-        if (m >= 2 * p) check_cursor_emit_size(ps::dualpipe_v{{p, m, 2}});
+        check_cursor_emit_size(ps::zbv{{.ranks = p, .microbatches = m, .chunks = 2}});
+        if (m >= 2 * p) check_cursor_emit_size(ps::dualpipe_v{{.ranks = p, .microbatches = m, .chunks = 2}});
     });
 }
 
@@ -427,9 +427,9 @@ void check_units(const P& pol, bool all_split) {
 
 TEST_CASE("zbv and dualpipe_v: every unit runs exactly once, pairs are F then B of another unit") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
-        check_units(ps::zbv{{p, m, 2}}, true);
+        check_units(ps::zbv{{.ranks = p, .microbatches = m, .chunks = 2}}, true);
         if (m >= 2 * p) {
-            const ps::dualpipe_v pol{{p, m, 2}};
+            const ps::dualpipe_v pol{{.ranks = p, .microbatches = m, .chunks = 2}};
             check_units(pol, false);
             // Pairs per rank: 2(m-2p+r+1) + (p-r-1), one fewer on the last rank.
             for (std::uint32_t r = 0; r < p; ++r) {
@@ -445,13 +445,13 @@ TEST_CASE("zbv and dualpipe_v: every unit runs exactly once, pairs are F then B 
 TEST_CASE("zbv and dualpipe_v: valid and deadlock-free, pairs starting together") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
         INFO("p=" << p << " m=" << m);
-        const ps::zbv z{{p, m, 2}};
+        const ps::zbv z{{.ranks = p, .microbatches = m, .chunks = 2}};
         const ps::verdict vz = ps::validate(z);
         INFO(ps::describe(vz));
         CHECK(static_cast<bool>(vz));
         CHECK(pipesched_test::naive_dependencies_met(z));
         if (m < 2 * p) return;
-        const ps::dualpipe_v d{{p, m, 2}};
+        const ps::dualpipe_v d{{.ranks = p, .microbatches = m, .chunks = 2}};
         const ps::verdict vd = ps::validate(d);
         INFO(ps::describe(vd));
         CHECK(static_cast<bool>(vd));
@@ -549,7 +549,7 @@ PIPESCHED_VERIFY(ps::peak_activations(dpv_2x4, 1) == 5);
 
 TEST_CASE("zbv: peak activations min(2p, 2m, m+r+1): 2p chunk activations = p microbatches once m >= 2p-1") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
-        const ps::zbv pol{{p, m, 2}};
+        const ps::zbv pol{{.ranks = p, .microbatches = m, .chunks = 2}};
         const ps::simulation s = ps::simulate(pol);
         REQUIRE(s);
         for (std::uint32_t r = 0; r < p; ++r) {
@@ -568,7 +568,7 @@ TEST_CASE("zbv: with F = I = W = 1 and m >= 2p-1 every rank idles exactly p-1 (t
     unit.uniform = {1.0, 2.0, 1.0, 1.0};
     for_each_v_shape([&](std::uint32_t p, std::uint32_t m) {
         if (m < 2 * p - 1) return;
-        const ps::simulation s = ps::simulate(ps::zbv{{p, m, 2}}, unit);
+        const ps::simulation s = ps::simulate(ps::zbv{{.ranks = p, .microbatches = m, .chunks = 2}}, unit);
         REQUIRE(s);
         INFO("p=" << p << " m=" << m);
         CHECK(near(s.makespan, 6.0 * m + (p - 1)));
@@ -579,14 +579,14 @@ TEST_CASE("zbv: with F = I = W = 1 and m >= 2p-1 every rank idles exactly p-1 (t
         CHECK(near(s.bubble_fraction, (p - 1.0) / (6.0 * m + p - 1)));
     });
     // Below 2p-1 microbatches the warm-up cannot be filled: more idle than the fill.
-    const ps::simulation few = ps::simulate(ps::zbv{{4, 4, 2}}, unit);
+    const ps::simulation few = ps::simulate(ps::zbv{{.ranks = 4, .microbatches = 4, .chunks = 2}}, unit);
     CHECK(few.ranks[0].idle > 3.0);
 }
 
 TEST_CASE("dualpipe_v: peak activations 2p+1 chunk activations (DeepSeek's PP+1 with PP = 2p stages)") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
         if (m < 2 * p) return;
-        const ps::dualpipe_v pol{{p, m, 2}};
+        const ps::dualpipe_v pol{{.ranks = p, .microbatches = m, .chunks = 2}};
         const ps::simulation s = ps::simulate(pol);
         REQUIRE(s);
         for (std::uint32_t r = 0; r < p; ++r) {
@@ -605,7 +605,7 @@ struct idle_times {
 idle_times dualpipe_idle(std::uint32_t p, std::uint32_t m, double f, double i, double w, double fb) {
     ps::cost_model c{};
     c.uniform = {f, i + w, i, w, fb};
-    const ps::simulation s = ps::simulate(ps::dualpipe_v{{p, m, 2}}, c);
+    const ps::simulation s = ps::simulate(ps::dualpipe_v{{.ranks = p, .microbatches = m, .chunks = 2}}, c);
     REQUIRE(s);
     idle_times t{};
     for (const ps::rank_summary& r : s.ranks) t.max = std::max(t.max, r.idle);
@@ -648,7 +648,7 @@ TEST_CASE("dualpipe_v: bubble (PP/2-1)(F&B+B-3W) with PP = 2p, exactly when F = 
 }
 
 TEST_CASE("dualpipe_v: an overlapped pair takes F + B by default, overlapped_forward_backward when set") {
-    const ps::dualpipe_v pol{{4, 12, 2}};
+    const ps::dualpipe_v pol{{.ranks = 4, .microbatches = 12, .chunks = 2}};
     ps::cost_model serial{};
     serial.uniform = {1.0, 2.0, 1.0, 1.0}; // F&B unset: F + B = 3
     ps::cost_model fused = serial;
@@ -709,7 +709,7 @@ TEST_CASE("dualpipe_v: an overlapped pair takes F + B by default, overlapped_for
 // Iterations: p2p around the pair, validation and simulation.
 
 TEST_CASE("dualpipe_v: an iteration puts both receives before the marker and both sends after the pair") {
-    const ps::iteration it{ps::dualpipe_v{{2, 4, 2}}};
+    const ps::iteration it{ps::dualpipe_v{{.ranks = 2, .microbatches = 4, .chunks = 2}}};
     // Rank 0's first pair (0F3;3B1) needs no receive: stage 0 is the first stage and stage 3
     // the last. Its second pair (3F2;0B0): 3F2 takes stage 2's activation from rank 1 and 0B0
     // stage 1's gradient from rank 1, both received before the marker; 3F2 is on the last
@@ -759,11 +759,11 @@ TEST_CASE("dualpipe_v and zbv: whole iterations validate, with every option") {
         for (std::uint32_t m = 1; m <= 3 * p; ++m) {
             for (const ps::iteration_options& o : options) {
                 INFO("p=" << p << " m=" << m);
-                const ps::verdict vz = ps::validate(ps::iteration{ps::zbv{{p, m, 2}}, o});
+                const ps::verdict vz = ps::validate(ps::iteration{ps::zbv{{.ranks = p, .microbatches = m, .chunks = 2}}, o});
                 INFO(ps::describe(vz));
                 CHECK(static_cast<bool>(vz));
                 if (m < 2 * p) continue;
-                const ps::iteration it{ps::dualpipe_v{{p, m, 2}}, o};
+                const ps::iteration it{ps::dualpipe_v{{.ranks = p, .microbatches = m, .chunks = 2}}, o};
                 const ps::verdict vd = ps::validate(it);
                 INFO(ps::describe(vd));
                 CHECK(static_cast<bool>(vd));
@@ -779,7 +779,7 @@ TEST_CASE("dualpipe_v and zbv: whole iterations validate, with every option") {
 }
 
 TEST_CASE("dualpipe_v: an event between the marker and its pair is malformed") {
-    const ps::iteration it{ps::dualpipe_v{{2, 4, 2}}};
+    const ps::iteration it{ps::dualpipe_v{{.ranks = 2, .microbatches = 4, .chunks = 2}}};
     std::vector<std::vector<ps::event>> lists(2);
     for (std::uint32_t r = 0; r < 2; ++r) {
         for (ps::event e : ps::events(it, r)) lists[r].push_back(e);
@@ -803,7 +803,7 @@ TEST_CASE("dualpipe_v: simulate(iteration) with free communication equals simula
     for (std::uint32_t p = 1; p <= 5; ++p) {
         for (std::uint32_t m = 2 * p; m <= 3 * p + 1; ++m) {
             for (const double fb : {-1.0, 2.5}) {
-                const ps::dualpipe_v pol{{p, m, 2}};
+                const ps::dualpipe_v pol{{.ranks = p, .microbatches = m, .chunks = 2}};
                 ps::cost_model compute{};
                 compute.uniform.overlapped_forward_backward = fb;
                 ps::iteration_cost_model costs{};
@@ -826,7 +826,7 @@ TEST_CASE("dualpipe_v: simulate(iteration) with free communication equals simula
 // CSV, catalog.
 
 TEST_CASE("dualpipe_v: write_csv prints pairs as (F;B)OVERLAP_F_B and reads back as the same schedule") {
-    const ps::dualpipe_v pol{{2, 4, 2}};
+    const ps::dualpipe_v pol{{.ranks = 2, .microbatches = 4, .chunks = 2}};
     const std::string csv = ps::write_csv(pol);
     CHECK(csv == std::string{dpv_2x4_rank0} + "\n" + std::string{dpv_2x4_rank1} + "\n");
     const ps::csv_result back = ps::read_csv(csv);

@@ -38,7 +38,7 @@ PIPESCHED_VERIFY(two_rank_deadlock().cycle_length == 2);
 inline constexpr ps::one_f_one_b<> small{{.ranks = 4, .microbatches = 8}};
 PIPESCHED_VERIFY(ps::validate(small));
 PIPESCHED_VERIFY(ps::require_valid<small>());
-inline constexpr ps::interleaved_1f1b<ps::backward_kind::split> small_split{{4, 8, 2}};
+inline constexpr ps::interleaved_1f1b<ps::backward_kind::split> small_split{{.ranks = 4, .microbatches = 8, .chunks = 2}};
 PIPESCHED_VERIFY(ps::require_valid<small_split>());
 
 TEST_CASE("validate: valid schedules, run-time twins") {
@@ -177,7 +177,7 @@ TEST_CASE("validate: each error class, with rank and index") {
         CHECK(v.cycle_length == 1);
     }
     SUBCASE("invalid shape of a policy") {
-        const auto v = ps::validate(ps::one_f_one_b<>{{4, 8, 2}});
+        const auto v = ps::validate(ps::one_f_one_b<>{{.ranks = 4, .microbatches = 8, .chunks = 2}});
         CHECK(v.code == ps::verdict_code::invalid_shape);
         CHECK(ps::describe(v).find("chunks must be 1") != std::string::npos);
     }

@@ -128,16 +128,16 @@ PIPESCHED_VERIFY(order_is(h2_4x8, 2, h2_4x8_order[2]));
 PIPESCHED_VERIFY(order_is(h2_4x8, 3, h2_4x8_order[3]));
 
 // p = 1: nothing to overlap; every schedule is F I W per microbatch.
-PIPESCHED_VERIFY(order_is(ps::zb_h1{{1, 2, 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
-PIPESCHED_VERIFY(order_is(ps::zb_h2{{1, 2, 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
+PIPESCHED_VERIFY(order_is(ps::zb_h1{{.ranks = 1, .microbatches = 2, .chunks = 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
+PIPESCHED_VERIFY(order_is(ps::zb_h2{{.ranks = 1, .microbatches = 2, .chunks = 1}}, 0, "0F0,0I0,0W0,0F1,0I1,0W1"));
 
 // Materialised arrays and closed-form access.
-inline constexpr ps::zb_h2 h2_nttp{{4, 8, 1}};
+inline constexpr ps::zb_h2 h2_nttp{{.ranks = 4, .microbatches = 8, .chunks = 1}};
 constexpr auto h2_array = ps::to_array<h2_nttp>();
 PIPESCHED_VERIFY(h2_array.size() == 4 * 8 * 3);
 PIPESCHED_VERIFY(h2_array[7] == ps::event{op::backward_input, 0, 0, 0, ps::no_peer});
 constexpr ps::event h1_w0_rank3{op::backward_weight, 0, 3, 0, ps::no_peer};
-PIPESCHED_VERIFY(ps::zb_h1{{4, 8, 1}}.at(3, 8) == h1_w0_rank3);
+PIPESCHED_VERIFY(ps::zb_h1{{.ranks = 4, .microbatches = 8, .chunks = 1}}.at(3, 8) == h1_w0_rank3);
 
 // In flight: p for ZB-H1 (every rank), 2p-1 for ZB-H2, (v-1)g + p for ZB1P.
 PIPESCHED_VERIFY(ps::peak_activations(h1_4x8, 0) == 4 && ps::peak_activations(h1_4x8, 3) == 4);
@@ -222,14 +222,14 @@ TEST_CASE("zb: interleaved_zero_bubble and zb_h1 are PyTorch's order on every ac
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t m = 1; m <= 4 * p; ++m) {
             for (std::uint32_t v = 1; v <= 4; ++v) {
-                const ps::interleaved_zero_bubble pol{{p, m, v}};
+                const ps::interleaved_zero_bubble pol{{.ranks = p, .microbatches = m, .chunks = v}};
                 if (!pol.check()) continue;
                 ++shapes;
                 INFO("p=" << p << " m=" << m << " v=" << v);
                 for (std::uint32_t r = 0; r < p; ++r) {
                     const auto expected = pytorch_zb1p_rank(p, m, v, r);
                     CHECK(actions_of(pol, r) == expected);
-                    if (v == 1) CHECK(actions_of(ps::zb_h1{{p, m, 1}}, r) == expected);
+                    if (v == 1) CHECK(actions_of(ps::zb_h1{{.ranks = p, .microbatches = m, .chunks = 1}}, r) == expected);
                 }
             }
         }
@@ -246,25 +246,25 @@ TEST_CASE("zb: accepted shapes are PyTorch's for ZB1P and ZB-H1, any m for ZB-H2
             const bool pytorch = m % std::max(1u, m / p) == 0;
             INFO("p=" << p << " m=" << m);
             for (std::uint32_t v = 1; v <= 4; ++v) {
-                CHECK(static_cast<bool>(ps::interleaved_zero_bubble{{p, m, v}}.check()) == pytorch);
-                CHECK(static_cast<bool>(ps::zb_h1{{p, m, v}}.check()) == (pytorch && v == 1));
-                CHECK(static_cast<bool>(ps::zb_h2{{p, m, v}}.check()) == (v == 1));
+                CHECK(static_cast<bool>(ps::interleaved_zero_bubble{{.ranks = p, .microbatches = m, .chunks = v}}.check()) == pytorch);
+                CHECK(static_cast<bool>(ps::zb_h1{{.ranks = p, .microbatches = m, .chunks = v}}.check()) == (pytorch && v == 1));
+                CHECK(static_cast<bool>(ps::zb_h2{{.ranks = p, .microbatches = m, .chunks = v}}.check()) == (v == 1));
             }
             if (m % p == 0 || m < p) CHECK(pytorch);
         }
     }
-    const std::string_view rounds_message = ps::interleaved_zero_bubble{{4, 9, 2}}.check().message;
+    const std::string_view rounds_message = ps::interleaved_zero_bubble{{.ranks = 4, .microbatches = 9, .chunks = 2}}.check().message;
     CHECK(rounds_message.find("multiple of max(1, microbatches / ranks)") !=
           std::string_view::npos);
-    CHECK(ps::zb_h1{{4, 9, 1}}.check().message == rounds_message);
-    CHECK(ps::zb_h1{{4, 8, 2}}.check().message.find("chunks must be 1") != std::string_view::npos);
-    CHECK(ps::zb_h2{{4, 8, 2}}.check().message.find("chunks must be 1") != std::string_view::npos);
-    CHECK_FALSE(ps::zb_h1{{0, 8, 1}}.check());
-    CHECK_FALSE(ps::zb_h2{{4, 0, 1}}.check());
-    CHECK_FALSE(ps::interleaved_zero_bubble{{4, 8, 0}}.check());
-    CHECK(ps::interleaved_zero_bubble{{4, 8, 0}}.check().message == "chunks must be at least 1");
-    CHECK(ps::interleaved_zero_bubble{{4, 10, 2}}.microbatches_per_round() == 5); // 10 / (10/4)
-    CHECK(ps::interleaved_zero_bubble{{4, 3, 2}}.microbatches_per_round() == 3);  // m < p: g = m
+    CHECK(ps::zb_h1{{.ranks = 4, .microbatches = 9, .chunks = 1}}.check().message == rounds_message);
+    CHECK(ps::zb_h1{{.ranks = 4, .microbatches = 8, .chunks = 2}}.check().message.find("chunks must be 1") != std::string_view::npos);
+    CHECK(ps::zb_h2{{.ranks = 4, .microbatches = 8, .chunks = 2}}.check().message.find("chunks must be 1") != std::string_view::npos);
+    CHECK_FALSE(ps::zb_h1{{.ranks = 0, .microbatches = 8, .chunks = 1}}.check());
+    CHECK_FALSE(ps::zb_h2{{.ranks = 4, .microbatches = 0, .chunks = 1}}.check());
+    CHECK_FALSE(ps::interleaved_zero_bubble{{.ranks = 4, .microbatches = 8, .chunks = 0}}.check());
+    CHECK(ps::interleaved_zero_bubble{{.ranks = 4, .microbatches = 8, .chunks = 0}}.check().message == "chunks must be at least 1");
+    CHECK(ps::interleaved_zero_bubble{{.ranks = 4, .microbatches = 10, .chunks = 2}}.microbatches_per_round() == 5); // 10 / (10/4)
+    CHECK(ps::interleaved_zero_bubble{{.ranks = 4, .microbatches = 3, .chunks = 2}}.microbatches_per_round() == 3);  // m < p: g = m
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,7 +275,7 @@ void for_each_accepted_shape(auto&& f) {
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t m = 1; m <= 4 * p; ++m) {
             for (std::uint32_t v = 1; v <= 4; ++v) {
-                const P pol{{p, m, v}};
+                const P pol{{.ranks = p, .microbatches = m, .chunks = v}};
                 if (pol.check()) f(pol);
             }
         }
@@ -300,7 +300,7 @@ std::uint32_t expected_peak(const ps::interleaved_zero_bubble& pol, std::uint32_
 PIPESCHED_VERIFY(ps::indexable_policy<ps::zb_h1>);
 PIPESCHED_VERIFY(ps::indexable_policy<ps::zb_h2>);
 PIPESCHED_VERIFY(ps::indexable_policy<ps::interleaved_zero_bubble>);
-PIPESCHED_VERIFY(ps::rank_cursor<decltype(ps::zb_h2{{2, 2, 1}}.cursor(0))>);
+PIPESCHED_VERIFY(ps::rank_cursor<decltype(ps::zb_h2{{.ranks = 2, .microbatches = 2, .chunks = 1}}.cursor(0))>);
 
 TEST_CASE_TEMPLATE("zb: every unit runs exactly one F, one I and one W, in that order, on one rank",
                    P, PIPESCHED_ZB_POLICIES) {
@@ -381,7 +381,7 @@ TEST_CASE("zb: ZB-H1 bubble is (p-1)(T_F+T_I-T_W) for m >= p when W fits, "
     std::size_t shapes = 0;
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t m = 1; m <= 4 * p; ++m) {
-            const ps::zb_h1 pol{{p, m, 1}};
+            const ps::zb_h1 pol{{.ranks = p, .microbatches = m, .chunks = 1}};
             if (!pol.check()) continue;
             ++shapes;
             for (const costs& c : w_fits) {
@@ -419,7 +419,7 @@ TEST_CASE("zb: ZB1P bubble is (p-1)(T_F+T_I-min(T_F,T_I,T_W)) for m >= p, any v"
     for (std::uint32_t p = 1; p <= 6; ++p) {
         for (std::uint32_t m = p; m <= 3 * p; ++m) {
             for (std::uint32_t v = 2; v <= 4; ++v) {
-                const ps::interleaved_zero_bubble pol{{p, m, v}};
+                const ps::interleaved_zero_bubble pol{{.ranks = p, .microbatches = m, .chunks = v}};
                 if (!pol.check()) continue;
                 ++shapes;
                 for (const auto& group :
@@ -443,7 +443,7 @@ TEST_CASE("zb: ZB-H2 is a parallelogram with unit costs when m >= 2p-1") {
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t m = 1; m <= 4 * p; ++m) {
             INFO("p=" << p << " m=" << m);
-            const ps::simulation s = ps::simulate(ps::zb_h2{{p, m, 1}}, unit_costs);
+            const ps::simulation s = ps::simulate(ps::zb_h2{{.ranks = p, .microbatches = m, .chunks = 1}}, unit_costs);
             REQUIRE(s);
             double largest_gap = 0.0; // idle time between a rank's first and last action
             for (std::uint32_t r = 0; r < p; ++r) {
@@ -473,13 +473,13 @@ TEST_CASE("zb: ZB-H2 against ZB-H1") {
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t m = 2 * p - 1; m <= 4 * p; ++m) {
             INFO("p=" << p << " m=" << m);
-            const ps::zb_h2 h2{{p, m, 1}};
+            const ps::zb_h2 h2{{.ranks = p, .microbatches = m, .chunks = 1}};
             // F = I = 2, W = 1: the last rank cannot start before (p-1)T_F and ZB-H2 never lets
             // it wait after that, so it reaches the lower bound m(T_F+T_I+T_W) + (p-1)T_F.
             const costs c{2, 2, 1};
             const ps::simulation s2 = ps::simulate(h2, c.model());
             CHECK(near(s2.makespan, m * c.unit() + (p - 1) * c.f));
-            const ps::zb_h1 h1{{p, m, 1}};
+            const ps::zb_h1 h1{{.ranks = p, .microbatches = m, .chunks = 1}};
             if (!h1.check()) continue;
             ++compared;
             // ZB-H1 needs (p-1)(T_F+T_I-T_W): ZB-H2 saves (p-1)(T_I-T_W).
@@ -503,7 +503,7 @@ TEST_CASE_TEMPLATE("zb: the iteration around the schedule validates", P, PIPESCH
     for (std::uint32_t p = 1; p <= 5; ++p) {
         for (std::uint32_t m = 1; m <= 2 * p + 1; ++m) {
             for (std::uint32_t v = 1; v <= 3; ++v) {
-                const P pol{{p, m, v}};
+                const P pol{{.ranks = p, .microbatches = m, .chunks = v}};
                 if (!pol.check()) continue;
                 for (int mode = 0; mode < 16; ++mode) {
                     ps::iteration_options o{};
