@@ -48,7 +48,7 @@ inline constexpr std::uint32_t run_until_blocked = 0xFFFFFFFFu;
 ///   bool done(std::uint32_t rank) const;
 ///   step_result step(std::uint32_t rank, replay_engine& engine); // calls engine.wake(q);
 ///                                                                 // finished after the last
-/// and, for report_deadlock(), waited_on(rank) and blocked_at(rank).
+/// and, for deadlock_verdict(), waited_on(rank) and blocked_at(rank).
 template <class Model, std::uint32_t Turn = run_until_blocked>
 class replay_engine {
 public:
