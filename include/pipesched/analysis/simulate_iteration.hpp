@@ -180,15 +180,8 @@ public:
         const std::uint32_t p = src_.ranks();
         out.ranks.assign(p, iteration_rank_summary{});
         state_.assign(p, rank_state{});
-        for (std::uint32_t r = 0; r < p; ++r) {
-            state_[r].cursor = src_.cursor(r);
-            for (auto c = src_.cursor(r); !c.done(); c.advance()) {
-                if (c.current().kind == op::grad_norm) {
-                    ++norm_ranks_;
-                    break;
-                }
-            }
-        }
+        for (std::uint32_t r = 0; r < p; ++r) state_[r].cursor = src_.cursor(r);
+        norm_ranks_ = ranks_with_grad_norm(src_);
         out_ = &out;
         replay_engine<iteration_simulator> engine{*this};
         engine.run();

@@ -125,6 +125,22 @@ private:
     const Source& src_;
 };
 
+/// How many ranks of an event source run a grad_norm: the collective waits for all of them,
+/// and forever if some rank has none (both iteration replays).
+template <class Source>
+[[nodiscard]] constexpr std::uint32_t ranks_with_grad_norm(const Source& src) {
+    std::uint32_t count = 0;
+    for (std::uint32_t r = 0; r < src.ranks(); ++r) {
+        for (auto c = src.cursor(r); !c.done(); c.advance()) {
+            if (c.current().kind == op::grad_norm) {
+                ++count;
+                break;
+            }
+        }
+    }
+    return count;
+}
+
 /// iteration_validator::run(without_replay): every rule but the deadlock replay, for a caller
 /// whose own (timed) replay detects deadlocks.
 enum replay_choice : bool { without_replay = false, with_replay = true };
@@ -408,18 +424,11 @@ private:
     class replay_model {
     public:
         using cursor_t = decltype(std::declval<const Source&>().cursor(0u));
-        constexpr explicit replay_model(iteration_validator& v) : v_{v} {
+        constexpr explicit replay_model(iteration_validator& v)
+            : v_{v}, ranks_with_norm_{ranks_with_grad_norm(v.src_)} {
             const std::uint32_t p = v.src_.ranks();
             cursors_.reserve(p);
-            for (std::uint32_t r = 0; r < p; ++r) {
-                cursors_.push_back(v.src_.cursor(r));
-                for (auto c = v.src_.cursor(r); !c.done(); c.advance()) {
-                    if (c.current().kind == op::grad_norm) {
-                        ++ranks_with_norm_;
-                        break;
-                    }
-                }
-            }
+            for (std::uint32_t r = 0; r < p; ++r) cursors_.push_back(v.src_.cursor(r));
             position_.assign(p, 0);
             at_barrier_.assign(p, 0);
         }
