@@ -1,25 +1,37 @@
-// pipesched internals: the generator engine of the loop-placed schedules. A policy is data for
-// it: per rank, a short program of phases, each a pattern of ops repeated some number of times.
+// pipesched internals: the one generator engine. Every schedule policy is data for it.
 //
-// Every loop-placed schedule has this form. GPipe, 1F1B, interleaved 1F1B and looped BFS are
-// warm-up F's, steady (F, B) pairs and cool-down B's; the zero-bubble schedules (ZB-H1, ZB-H2,
-// PyTorch's ZB1P) add phases in which W's lag their I's. A pattern is one to three letters:
-//   F  forward                        the next forward unit
-//   B  backward (fused)               the next backward unit
-//   I  backward_input                 the next backward unit
-//   W  backward_weight                the next unit of its own backward stream
-// B and I share one stream of backward units (a policy uses one or the other); W walks the same
-// sequence separately, so W's always run in the order of their I's (as PyTorch and the
-// zero-bubble paper do). The policy supplies the unit sequences twice: closed form for at(),
-// and as walkers (O(1) per step, no division) for streaming. The phase lengths depend on the
-// rank through a few numbers, so a program is rebuilt in O(1), at(rank, i) is closed-form and
-// the cursor's state has a fixed size (the program plus three walkers): no allocation.
+// The model. A rank's events are a program: a few phases, each a pattern of slots repeated
+// some number of times. A slot is an op and the stream its unit (chunk, microbatch) comes
+// from; a stream is a walker that yields its units in order, O(1) each, and also knows the
+// k-th one in closed form. So a policy gives, per rank, its program (rebuilt in O(1) from a
+// few numbers) and its streams, and the engine provides size(), at(), the cursor and the
+// per-phase loops of emit(). The cursor's state has a fixed size (the program, the walkers
+// and three counters): no allocation, and every step O(1).
+//
+// The streams a policy uses:
+//   - the loop-placed schedules (GPipe, 1F1B, interleaved 1F1B, looped BFS, ZB-H1, ZB-H2,
+//     ZB1P): three, named by the pattern letters F (forward units), B or I (backward units:
+//     a fused backward or its input half) and W (the same backward units walked again, so
+//     W's run in the order of their I's, as PyTorch and the zero-bubble paper do). The
+//     policy gives forward_walker(), backward_walker() and their closed forms forward_unit(k),
+//     backward_unit(k) (interleaved and looped BFS walk their unit tables);
+//   - the V-shape schedules (ZB-V, DualPipeV): one counter per (op kind, chunk), since their
+//     reference implementations count microbatches that way, plus DualPipeV's queue of
+//     deferred weight gradients; the policy gives streams(rank), a stream_set. A slot with
+//     no stream (DualPipeV's overlap_f_b marker) has the unit (0, 0).
+// A policy may also cut phantom microbatches (phantom_limit(), ZB-V): PyTorch pads ZB-V's m
+// up to 2p-1 and turns the actions of the padding into idle slots, so the program is written
+// for the padded count and the engine leaves out every event whose microbatch is the limit or
+// more. The cut assumes counter streams (the k-th unit of a stream has microbatch k), which
+// is what keeps size() and at() closed-form under it.
 #pragma once
 
 #include <array>
 #include <bit>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -51,17 +63,23 @@ struct unit {
     }
 }
 
-/// Units of a single-chunk schedule: microbatch order (GPipe, 1F1B, ZB-H1, ZB-H2).
-struct sequential_walker {
+// ---- streams -------------------------------------------------------------------------------
+
+/// A stream whose k-th unit is (Chunk, k): the single-chunk schedules' microbatch order, and
+/// the per (op kind, chunk) counters of the V schedules.
+template <std::uint32_t Chunk>
+struct counter {
     std::uint32_t next_microbatch = 0;
-    constexpr unit next() noexcept { return {0, next_microbatch++}; }
+    constexpr unit next() noexcept { return {Chunk, next_microbatch++}; }
+    [[nodiscard]] static constexpr unit unit_at(std::uint32_t k) noexcept { return {Chunk, k}; }
 };
 
+/// The units of a single-chunk schedule: microbatch order (GPipe, 1F1B, ZB-H1, ZB-H2).
 struct single_chunk_units {
     [[nodiscard]] static constexpr unit forward_unit(std::uint32_t k) noexcept { return {0, k}; }
     [[nodiscard]] static constexpr unit backward_unit(std::uint32_t k) noexcept { return {0, k}; }
-    [[nodiscard]] static constexpr sequential_walker forward_walker() noexcept { return {}; }
-    [[nodiscard]] static constexpr sequential_walker backward_walker() noexcept { return {}; }
+    [[nodiscard]] static constexpr counter<0> forward_walker() noexcept { return {}; }
+    [[nodiscard]] static constexpr counter<0> backward_walker() noexcept { return {}; }
 };
 
 /// The constraint of the single-chunk policies, after the common ones.
@@ -71,80 +89,150 @@ struct single_chunk_units {
     return shape_ok;
 }
 
-inline constexpr std::size_t max_phases = 6;
+/// Streams are numbered 0..14 (a slot keeps its stream in four bits); 15 is no stream.
+inline constexpr std::uint32_t max_streams = 15;
+inline constexpr std::uint32_t no_stream = 15;
 
-/// A pattern letter; the values index the unit streams: F 0, B and I 1 (one stream), W 2.
-enum class letter : std::uint8_t { F, I, W, B };
-
-[[nodiscard]] constexpr op letter_op(letter l) noexcept {
-    switch (l) {
-    case letter::F: return op::forward;
-    case letter::I: return op::backward_input;
-    case letter::W: return op::backward_weight;
-    case letter::B: break;
-    }
-    return op::backward;
-}
-[[nodiscard]] constexpr std::size_t letter_stream(letter l) noexcept {
-    return l == letter::F ? 0 : l == letter::W ? 2 : 1;
-}
-
-/// A pattern known at compile time, and the list of those a policy's programs use: generate()
-/// runs each as a loop with its letters fixed. The list is per policy because one switch over
-/// every pattern of every policy is too large for g++ to inline the sink and the walkers into,
-/// which made streaming 3-7x slower.
-template <letter... Letters>
-struct pattern {};
-template <class... Patterns>
-struct pattern_list {};
-
-/// The patterns of phased_program and of the zero-bubble programs.
-template <backward_kind Backward>
-using phased_patterns = std::conditional_t<
-    Backward == backward_kind::split,
-    pattern_list<pattern<letter::F>, pattern<letter::F, letter::I, letter::W>, pattern<letter::I, letter::W>>,
-    pattern_list<pattern<letter::F>, pattern<letter::F, letter::B>, pattern<letter::B>>>;
-
-struct program_phase {
-    std::uint32_t repeats = 0;
-    std::uint8_t length = 0;         ///< 1..3 letters
-    std::array<letter, 3> letters{};
+template <std::size_t Index, class Walker>
+struct stream_holder {
+    Walker walker;
+};
+template <class Indices, class... Walkers>
+struct stream_set_base;
+template <std::size_t... Indices, class... Walkers>
+struct stream_set_base<std::index_sequence<Indices...>, Walkers...> : stream_holder<Indices, Walkers>... {
+    constexpr stream_set_base() = default;
+    constexpr explicit stream_set_base(Walkers... walkers) : stream_holder<Indices, Walkers>{walkers}... {}
 };
 
-class phase_program {
+template <std::size_t Index, class Walker>
+[[nodiscard]] constexpr Walker& stream_at(stream_holder<Index, Walker>& holder) noexcept {
+    return holder.walker;
+}
+template <std::size_t Index, class Walker>
+[[nodiscard]] constexpr const Walker& stream_at(const stream_holder<Index, Walker>& holder) noexcept {
+    return holder.walker;
+}
+
+/// The walkers of one rank, stream s being the s-th (a tuple, without <tuple>'s weight).
+template <class... Walkers>
+struct stream_set : stream_set_base<std::index_sequence_for<Walkers...>, Walkers...> {
+    static_assert(sizeof...(Walkers) <= max_streams);
+    static constexpr std::size_t count = sizeof...(Walkers);
+    using stream_set_base<std::index_sequence_for<Walkers...>, Walkers...>::stream_set_base;
+
+    /// The next unit of stream `s` (no stream: (0, 0)).
+    template <std::size_t S>
+    constexpr unit next() noexcept {
+        if constexpr (S < count) return stream_at<S>(*this).next();
+        else return {};
+    }
+    constexpr unit next(std::uint32_t s) noexcept { return next_of(s, std::index_sequence_for<Walkers...>{}); }
+
+    /// The k-th unit of stream `s`, closed form.
+    [[nodiscard]] constexpr unit unit_at(std::uint32_t s, std::uint32_t k) const noexcept {
+        return unit_at_of(s, k, std::index_sequence_for<Walkers...>{});
+    }
+
+private:
+    template <std::size_t... Indices>
+    constexpr unit next_of(std::uint32_t s, std::index_sequence<Indices...>) noexcept {
+        unit u{};
+        (void)((s == Indices && (u = stream_at<Indices>(*this).next(), true)) || ...);
+        return u;
+    }
+    template <std::size_t... Indices>
+    [[nodiscard]] constexpr unit unit_at_of(std::uint32_t s, std::uint32_t k,
+                                            std::index_sequence<Indices...>) const noexcept {
+        unit u{};
+        (void)((s == Indices && (u = stream_at<Indices>(*this).unit_at(k), true)) || ...);
+        return u;
+    }
+};
+
+// ---- programs ------------------------------------------------------------------------------
+
+/// A slot: an op and its stream in one byte (op in the low four bits, stream in the high
+/// four). The named values are the loop schedules' letters: F forward units, B and I backward
+/// units (one stream: a policy uses one or the other), W the backward units again.
+enum class letter : std::uint8_t { F = 0x00, B = 0x11, I = 0x12, W = 0x23 };
+static_assert(static_cast<unsigned>(op::overlap_f_b) < 16, "an op must fit in a slot's four bits");
+
+[[nodiscard]] constexpr letter slot(op kind, std::uint32_t stream) noexcept {
+    return static_cast<letter>(static_cast<unsigned>(kind) | (stream & 0xFu) << 4);
+}
+[[nodiscard]] constexpr op letter_op(letter l) noexcept {
+    return static_cast<op>(static_cast<unsigned>(l) & 0xFu);
+}
+[[nodiscard]] constexpr std::uint32_t letter_stream(letter l) noexcept {
+    return static_cast<unsigned>(l) >> 4;
+}
+
+template <std::size_t MaxSlots>
+struct program_phase {
+    std::uint32_t repeats = 0;
+    std::uint8_t length = 0; ///< 1..MaxSlots slots
+    std::array<letter, MaxSlots> letters{};
+};
+
+/// A rank's program: up to MaxPhases phases of up to MaxSlots slots. The capacities are the
+/// policy's (its programs are fixed, so they are known): the cursor stores the program.
+template <std::size_t MaxPhases, std::size_t MaxSlots>
+class basic_program {
 public:
-    /// Appends `repeats` copies of `pattern`, one to three of the letters F, B, I, W.
+    using phase_type = program_phase<MaxSlots>;
+
+    /// Appends `repeats` copies of `pattern`, one to MaxSlots of the letters F, B, I, W.
     /// Phases that repeat zero times are left out.
-    constexpr phase_program& then(std::uint32_t repeats, std::string_view pattern) noexcept {
+    constexpr basic_program& then(std::uint32_t repeats, std::string_view pattern) noexcept {
         if (repeats == 0) return *this;
-        program_phase& ph = phases_[count_++];
-        ph.repeats = repeats;
-        ph.length = static_cast<std::uint8_t>(pattern.size());
+        phase_type& ph = append(repeats, pattern.size());
         for (std::size_t i = 0; i < pattern.size(); ++i) {
             const char c = pattern[i];
             ph.letters[i] = c == 'F' ? letter::F : c == 'I' ? letter::I : c == 'W' ? letter::W : letter::B;
         }
         return *this;
     }
-
-    [[nodiscard]] constexpr std::size_t phase_count() const noexcept { return count_; }
-    [[nodiscard]] constexpr const program_phase& phase(std::size_t k) const noexcept {
-        return phases_[k];
+    /// Appends `repeats` copies of a pattern of slots (see slot()).
+    constexpr basic_program& then(std::uint32_t repeats, std::initializer_list<letter> pattern) noexcept {
+        if (repeats == 0) return *this;
+        phase_type& ph = append(repeats, pattern.size());
+        std::size_t i = 0;
+        for (const letter l : pattern) ph.letters[i++] = l;
+        return *this;
     }
 
-    /// Number of events.
+    /// Appends `repeats` copies of the pattern of `ph`.
+    constexpr basic_program& then(std::uint32_t repeats, const phase_type& ph) noexcept {
+        if (repeats == 0) return *this;
+        append(repeats, ph.length).letters = ph.letters;
+        return *this;
+    }
+
+    [[nodiscard]] constexpr std::size_t phase_count() const noexcept { return count_; }
+    [[nodiscard]] constexpr const phase_type& phase(std::size_t k) const noexcept { return phases_[k]; }
+
+    /// Number of slots over all repeats: the number of events when nothing is cut.
     [[nodiscard]] constexpr std::size_t size() const noexcept {
         std::size_t n = 0;
-        for (std::size_t k = 0; k < count_; ++k) {
-            n += std::size_t{phases_[k].repeats} * phases_[k].length;
-        }
+        for (std::size_t k = 0; k < count_; ++k) n += std::size_t{phases_[k].repeats} * phases_[k].length;
         return n;
     }
 
 private:
-    std::array<program_phase, max_phases> phases_{};
+    constexpr phase_type& append(std::uint32_t repeats, std::size_t length) noexcept {
+        phase_type& ph = phases_[count_++];
+        ph.repeats = repeats;
+        ph.length = static_cast<std::uint8_t>(length);
+        return ph;
+    }
+
+    std::array<phase_type, MaxPhases> phases_{};
     std::uint8_t count_ = 0;
 };
+
+/// The programs of the loop-placed schedules: at most six phases of one to three letters.
+using phase_program = basic_program<6, 3>;
 
 /// The warm-up / steady / cool-down program: `warmup` forwards, then (F, backward) pairs, then
 /// the remaining backwards; a backward is B, or I then W when split.
@@ -156,14 +244,153 @@ private:
     return prog;
 }
 
+/// A pattern known at compile time, and the list of those a policy's programs use: generate()
+/// runs each as a loop with its slots fixed. The list is per policy because one switch over
+/// every pattern of every policy is too large for g++ to inline the sink and the walkers into,
+/// which made streaming 3-7x slower.
+template <letter... Letters>
+struct pattern {};
+template <class... Patterns>
+struct pattern_list {};
+
+/// The patterns of phased_program.
+template <backward_kind Backward>
+using phased_patterns = std::conditional_t<
+    Backward == backward_kind::split,
+    pattern_list<pattern<letter::F>, pattern<letter::F, letter::I, letter::W>, pattern<letter::I, letter::W>>,
+    pattern_list<pattern<letter::F>, pattern<letter::F, letter::B>, pattern<letter::B>>>;
+
+/// The walkers of a policy for one rank: its streams(rank), or the F, B/I and W streams of a
+/// loop-placed schedule.
+template <class Policy>
+[[nodiscard]] constexpr auto streams_of(const Policy& pol, std::uint32_t rank) noexcept {
+    if constexpr (requires { pol.streams(rank); }) {
+        return pol.streams(rank);
+    } else {
+        using forward = decltype(pol.forward_walker());
+        using backward = decltype(pol.backward_walker());
+        return stream_set<forward, backward, backward>{pol.forward_walker(), pol.backward_walker(),
+                                                       pol.backward_walker()};
+    }
+}
+template <class Policy>
+using streams_type = decltype(streams_of(std::declval<const Policy&>(), 0u));
+
+/// The k-th unit of stream s, closed form.
+template <class Policy, class Streams>
+[[nodiscard]] constexpr unit stream_unit(const Policy& pol, const Streams& streams, std::uint32_t s,
+                                         std::uint32_t k) noexcept {
+    if constexpr (requires { pol.streams(0u); }) {
+        return streams.unit_at(s, k);
+    } else {
+        return s == 0 ? pol.forward_unit(k) : pol.backward_unit(k);
+    }
+}
+
+template <class Policy>
+concept cuts_phantoms = requires(const Policy& pol) {
+    { pol.phantom_limit() } -> std::same_as<std::uint32_t>;
+};
+
+/// Per-stream unit counts, for size(), at() and the cut: one entry per stream of a set of
+/// `Streams` streams and a last one for the slots without a stream.
+template <std::size_t Streams>
+using stream_counts = std::array<std::size_t, Streams + 1>;
+
+template <std::size_t Streams>
+[[nodiscard]] constexpr std::size_t count_index(letter l) noexcept {
+    const std::size_t s = letter_stream(l);
+    return s < Streams ? s : Streams;
+}
+
+/// Units each stream gives to one repeat of a phase.
+template <std::size_t Streams, class Phase>
+[[nodiscard]] constexpr stream_counts<Streams> per_repeat(const Phase& ph) noexcept {
+    stream_counts<Streams> n{};
+    for (std::size_t j = 0; j < ph.length; ++j) ++n[count_index<Streams>(ph.letters[j])];
+    return n;
+}
+
+/// Events of the first `repeats` repeats of a phase whose streams gave `before` units earlier,
+/// leaving out microbatches >= limit (counter streams: unit k has microbatch k).
+template <std::size_t Streams>
+[[nodiscard]] constexpr std::size_t kept_events(const stream_counts<Streams>& per,
+                                                const stream_counts<Streams>& before,
+                                                std::size_t repeats, std::size_t limit) noexcept {
+    std::size_t n = 0;
+    for (std::size_t s = 0; s <= Streams; ++s) {
+        const std::size_t all = repeats * per[s];
+        const std::size_t room = limit > before[s] ? limit - before[s] : 0;
+        n += all < room ? all : room;
+    }
+    return n;
+}
+
+/// Number of events of a program on `Streams` streams, leaving out microbatches >= limit when
+/// `cut`.
+template <std::size_t Streams, class Program>
+[[nodiscard]] constexpr std::size_t events_of(const Program& prog, bool cut, std::size_t limit) noexcept {
+    if (!cut) return prog.size();
+    stream_counts<Streams> before{};
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < prog.phase_count(); ++k) {
+        const auto& ph = prog.phase(k);
+        const stream_counts<Streams> per = per_repeat<Streams>(ph);
+        n += kept_events<Streams>(per, before, ph.repeats, limit);
+        for (std::size_t s = 0; s <= Streams; ++s) before[s] += ph.repeats * per[s];
+    }
+    return n;
+}
+
+/// The program without the repeats in which a cut at `limit` leaves out every slot (counter
+/// streams): they emit nothing, and the streams they would advance are past the limit already,
+/// so every later unit of those streams is cut too. Keeps the cursor from stepping through
+/// ZB-V's padding slot by slot.
+template <std::size_t Streams, class Program>
+[[nodiscard]] constexpr Program without_phantom_repeats(const Program& prog, std::size_t limit) noexcept {
+    Program out{};
+    stream_counts<Streams> before{};
+    for (std::size_t k = 0; k < prog.phase_count(); ++k) {
+        const auto& ph = prog.phase(k);
+        const stream_counts<Streams> per = per_repeat<Streams>(ph);
+        std::size_t useful = 0; // repeats with a slot below the limit
+        for (std::size_t s = 0; s <= Streams; ++s) {
+            if (per[s] == 0 || before[s] >= limit) continue;
+            const std::size_t reach = (limit - before[s] + per[s] - 1) / per[s];
+            useful = reach > useful ? reach : useful;
+        }
+        out.then(static_cast<std::uint32_t>(useful < ph.repeats ? useful : ph.repeats), ph);
+        for (std::size_t s = 0; s <= Streams; ++s) before[s] += ph.repeats * per[s];
+    }
+    return out;
+}
+
+/// What a V schedule's program is a function of: ranks p, real microbatches m, the cut (events
+/// with microbatch >= limit are left out, when the program cuts) and the rank.
+struct program_params {
+    std::uint32_t ranks = 1;
+    std::uint32_t microbatches = 1;
+    std::uint32_t limit = 1;
+    std::uint32_t rank = 0;
+};
+
+/// Number of events of a V program type (static program(params), phantom_cut).
+template <class Program>
+[[nodiscard]] constexpr std::size_t program_size(const program_params& prm) noexcept {
+    return events_of<Program::streams_type::count>(Program::program(prm), Program::phantom_cut, prm.limit);
+}
+
+// ---- the engine ----------------------------------------------------------------------------
+
 /// CRTP base: the engine. Derived provides
-///   program(rank)        the rank's phase_program
-///   forward_unit(k)      closed form of the k-th forward unit
-///   backward_unit(k)     closed form of the k-th backward unit (of its B or I, and of its W)
-///   forward_walker()     object whose next() yields forward units in order, O(1) each
-///   backward_walker()    the same for backward units
-/// Backward selects the op of the unit's backward in phased_program (B, or I then W) and names
-/// it as `backward_op`; the zero-bubble policies are always split.
+///   patterns            the pattern_list of its programs' patterns (compile time)
+///   program(rank)       the rank's basic_program
+///   its streams         streams(rank), a stream_set whose walkers also give unit_at(k); or,
+///                       for the F, B/I, W streams of a loop-placed schedule, forward_walker(),
+///                       backward_walker() and their closed forms forward_unit(k), backward_unit(k)
+///   phantom_limit()     optional: events whose microbatch is this or more are left out
+/// Backward names the op of a loop-placed schedule's backward as `backward_op` (B, or I then
+/// W when split); the zero-bubble and V policies use the default.
 template <class Derived, backward_kind Backward = backward_kind::split>
 class program_schedule {
 public:
@@ -171,51 +398,76 @@ public:
 
     [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
         require_usable(self(), rank);
-        return self().program(rank).size();
+        return events_of<stream_count<>>(self().program(rank), cuts_phantoms<Derived>, limit_of(self()));
     }
 
     /// Closed form: the i-th event of `rank`, without generating the ones before it.
     [[nodiscard]] constexpr event at(std::uint32_t rank, std::size_t i) const {
         require_usable(self(), rank);
         require_index(self(), rank, i);
-        const phase_program prog = self().program(rank);
-        std::array<std::size_t, 3> before{}; // units taken from each stream in earlier phases
+        constexpr bool cut = cuts_phantoms<Derived>;
+        const std::size_t limit = limit_of(self());
+        const auto prog = self().program(rank);
+        const auto streams = streams_of(self(), rank);
+        constexpr std::size_t N = stream_count<>;
+        stream_counts<N> before{}; // units each stream gave in earlier phases
         for (std::size_t k = 0; k < prog.phase_count(); ++k) {
-            const program_phase& ph = prog.phase(k);
-            std::array<std::size_t, 3> per_repeat{};
-            for (std::size_t j = 0; j < ph.length; ++j) ++per_repeat[letter_stream(ph.letters[j])];
-            const std::size_t events = std::size_t{ph.repeats} * ph.length;
+            const auto& ph = prog.phase(k);
+            const stream_counts<N> per = per_repeat<N>(ph);
+            const std::size_t events =
+                cut ? kept_events<N>(per, before, ph.repeats, limit) : std::size_t{ph.repeats} * ph.length;
             if (i < events) {
-                const std::size_t repeat = i / ph.length;
-                const std::size_t position = i % ph.length;
-                const letter l = ph.letters[position];
-                const std::size_t stream = letter_stream(l);
-                std::size_t index = before[stream] + repeat * per_repeat[stream];
-                for (std::size_t j = 0; j < position; ++j) index += letter_stream(ph.letters[j]) == stream ? 1 : 0;
-                const auto k32 = static_cast<std::uint32_t>(index);
-                const unit u = stream == 0 ? self().forward_unit(k32) : self().backward_unit(k32);
-                return make_event(letter_op(l), rank, u);
+                // The repeat holding event i, then i within it.
+                std::size_t repeat = 0;
+                if constexpr (cut) {
+                    std::size_t high = ph.repeats; // kept_events(.., repeat) <= i < kept_events(.., high)
+                    while (high - repeat > 1) {
+                        const std::size_t middle = repeat + (high - repeat) / 2;
+                        (kept_events<N>(per, before, middle, limit) <= i ? repeat : high) = middle;
+                    }
+                    i -= kept_events<N>(per, before, repeat, limit);
+                } else {
+                    repeat = i / ph.length;
+                    i %= ph.length;
+                }
+                stream_counts<N> taken{}; // units each stream gave earlier in the repeat
+                for (std::size_t j = 0; j < ph.length; ++j) {
+                    const letter l = ph.letters[j];
+                    const std::size_t s = count_index<N>(l);
+                    const std::size_t index = before[s] + repeat * per[s] + taken[s]++;
+                    if (cut && index >= limit) continue;
+                    if (i-- == 0) {
+                        return make_event(letter_op(l), rank,
+                                          stream_unit(self(), streams, letter_stream(l),
+                                                      static_cast<std::uint32_t>(index)));
+                    }
+                }
             }
             i -= events;
-            for (std::size_t s = 0; s < 3; ++s) before[s] += std::size_t{ph.repeats} * per_repeat[s];
+            for (std::size_t s = 0; s <= N; ++s) before[s] += ph.repeats * per[s];
         }
         return event{};
     }
 
     /// Calls f(event) for every event of the rank; one loop per phase, with the pattern's
-    /// letters fixed at compile time for the patterns the policies use, which is what makes
+    /// slots fixed at compile time for the patterns the policy uses, which is what makes
     /// streaming reach about one nanosecond per event.
     template <class F>
     constexpr void generate(std::uint32_t rank, F& f) const {
         require_usable(self(), rank);
-        const phase_program prog = self().program(rank);
-        walkers w{self().forward_walker(), self().backward_walker(), self().backward_walker()};
+        const auto prog = program_of(self(), rank);
+        auto streams = streams_of(self(), rank);
+        const std::uint32_t limit = limit_of(self());
         for (std::size_t k = 0; k < prog.phase_count(); ++k) {
-            const program_phase& ph = prog.phase(k);
+            const auto& ph = prog.phase(k);
             const std::uint32_t n = ph.repeats;
-            if (!run_known(pattern_code(ph), n, rank, w, f, typename Derived::patterns{})) {
+            if (!run_known(pattern_code(ph), n, rank, limit, streams, f, typename Derived::patterns{})) {
                 for (std::uint32_t r = 0; r < n; ++r) {
-                    for (std::size_t j = 0; j < ph.length; ++j) emit_letter(ph.letters[j], rank, w, f);
+                    for (std::size_t j = 0; j < ph.length; ++j) {
+                        const letter l = ph.letters[j];
+                        const unit u = streams.next(letter_stream(l));
+                        if (kept(u, limit)) f(make_event(letter_op(l), rank, u));
+                    }
                 }
             }
         }
@@ -225,8 +477,8 @@ public:
     public:
         constexpr cursor_type() = default;
         constexpr cursor_type(const Derived& source, std::uint32_t rank)
-            : program_{source.program(rank)}, fw_{source.forward_walker()},
-              bw_{source.backward_walker()}, ww_{source.backward_walker()}, rank_{rank} {
+            : program_{program_of(source, rank)}, streams_{streams_of(source, rank)}, rank_{rank} {
+            if constexpr (cuts_phantoms<Derived>) limit_.value = source.phantom_limit();
             advance();
         }
 
@@ -236,44 +488,44 @@ public:
         }
 
         constexpr void advance() noexcept {
-            if (phase_ == program_.phase_count()) {
-                done_ = true;
-                return;
-            }
-            const program_phase& ph = program_.phase(phase_);
-            // Each branch stores its event as one value: through an `event` temporary g++
-            // streams the cursor 1.5x slower.
-            switch (ph.letters[position_]) {
-            case letter::F: current_ = bits(make_event(op::forward, rank_, fw_.next())); break;
-            case letter::B: current_ = bits(make_event(op::backward, rank_, bw_.next())); break;
-            case letter::I: current_ = bits(make_event(op::backward_input, rank_, bw_.next())); break;
-            case letter::W: current_ = bits(make_event(op::backward_weight, rank_, ww_.next())); break;
-            }
-            if (++position_ == ph.length) {
-                position_ = 0;
-                if (++repeat_ == ph.repeats) {
-                    repeat_ = 0;
-                    ++phase_;
+            while (true) { // loops only past the events a phantom cut leaves out
+                if (phase_ == program_.phase_count()) {
+                    done_ = true;
+                    return;
                 }
+                const auto& ph = program_.phase(phase_);
+                const letter l = ph.letters[position_];
+                const unit u = streams_.next(letter_stream(l));
+                if (++position_ == ph.length) {
+                    position_ = 0;
+                    if (++repeat_ == ph.repeats) {
+                        repeat_ = 0;
+                        ++phase_;
+                    }
+                }
+                if constexpr (cuts_phantoms<Derived>) {
+                    if (u.microbatch >= limit_.value) continue;
+                }
+                // Stored as one value: through an `event` member g++ streams the cursor 1.5x slower.
+                current_ = std::bit_cast<std::uint64_t>(make_event(letter_op(l), rank_, u));
+                return;
             }
         }
 
     private:
-        [[nodiscard]] static constexpr std::uint64_t bits(event e) noexcept {
-            return std::bit_cast<std::uint64_t>(e);
-        }
-        using walker_f = decltype(std::declval<const Derived&>().forward_walker());
-        using walker_b = decltype(std::declval<const Derived&>().backward_walker());
-        phase_program program_{};
-        walker_f fw_{};
-        walker_b bw_{};
-        walker_b ww_{};
+        struct no_limit {};
+        struct limit {
+            std::uint32_t value = 0;
+        };
+        decltype(std::declval<const Derived&>().program(0u)) program_{};
+        streams_type<Derived> streams_{};
         std::uint32_t rank_ = 0;
         std::uint32_t repeat_ = 0;
         std::uint8_t phase_ = 0;
         std::uint8_t position_ = 0;
-        std::uint64_t current_{}; // an event kept as one value, for the reason of make_event
         bool done_ = false;
+        [[no_unique_address]] std::conditional_t<cuts_phantoms<Derived>, limit, no_limit> limit_{};
+        std::uint64_t current_{}; // an event kept as one value, for the reason of make_event
     };
 
     [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
@@ -285,51 +537,55 @@ private:
     [[nodiscard]] constexpr const Derived& self() const noexcept {
         return static_cast<const Derived&>(*this);
     }
+    template <class D = Derived>
+    static constexpr std::size_t stream_count = streams_type<D>::count;
 
-    struct walkers {
-        decltype(std::declval<const Derived&>().forward_walker()) f;
-        decltype(std::declval<const Derived&>().backward_walker()) b; // B and I
-        decltype(std::declval<const Derived&>().backward_walker()) w;
-    };
-    /// 1 + letter per position, base 5: distinct for every pattern of one to three letters.
-    template <letter... Letters>
-    static constexpr unsigned code_of = [] {
-        unsigned code = 0;
-        ((code = code * 5 + static_cast<unsigned>(Letters) + 1u), ...);
-        return code;
-    }();
-    [[nodiscard]] static constexpr unsigned pattern_code(const program_phase& ph) noexcept {
-        unsigned code = 0;
-        for (std::size_t j = 0; j < ph.length; ++j) code = code * 5 + static_cast<unsigned>(ph.letters[j]) + 1u;
-        return code;
-    }
-    template <class F>
-    static constexpr void emit_letter(letter l, std::uint32_t rank, walkers& w, F& f) {
-        switch (l) {
-        case letter::F: f(make_event(op::forward, rank, w.f.next())); break;
-        case letter::B: f(make_event(op::backward, rank, w.b.next())); break;
-        case letter::I: f(make_event(op::backward_input, rank, w.b.next())); break;
-        case letter::W: f(make_event(op::backward_weight, rank, w.w.next())); break;
+    /// The program generate() and the cursor run: without its all-phantom repeats.
+    [[nodiscard]] static constexpr auto program_of(const Derived& pol, std::uint32_t rank) noexcept {
+        if constexpr (cuts_phantoms<Derived>) {
+            return without_phantom_repeats<stream_count<>>(pol.program(rank), pol.phantom_limit());
+        } else {
+            return pol.program(rank);
         }
     }
-    template <letter L, class F>
-    static constexpr void emit_one(std::uint32_t rank, walkers& w, F& f) {
-        if constexpr (L == letter::F) f(make_event(op::forward, rank, w.f.next()));
-        else if constexpr (L == letter::B) f(make_event(op::backward, rank, w.b.next()));
-        else if constexpr (L == letter::I) f(make_event(op::backward_input, rank, w.b.next()));
-        else f(make_event(op::backward_weight, rank, w.w.next()));
+    [[nodiscard]] static constexpr std::uint32_t limit_of(const Derived& pol) noexcept {
+        if constexpr (cuts_phantoms<Derived>) return pol.phantom_limit();
+        else return ~std::uint32_t{0};
     }
-    template <class F, letter... Letters>
-    static constexpr bool run_if(unsigned code, std::uint32_t n, std::uint32_t rank, walkers& w, F& f,
-                                 pattern<Letters...>) {
+    [[nodiscard]] static constexpr bool kept([[maybe_unused]] unit u, [[maybe_unused]] std::uint32_t limit) noexcept {
+        if constexpr (cuts_phantoms<Derived>) return u.microbatch < limit;
+        else return true;
+    }
+
+    /// The slots in one byte each, then the length: distinct for every pattern.
+    template <letter... Letters>
+    static constexpr std::uint64_t code_of = [] {
+        std::uint64_t code = 0;
+        ((code = code << 8 | static_cast<std::uint8_t>(Letters)), ...);
+        return code << 3 | sizeof...(Letters);
+    }();
+    template <class Phase>
+    [[nodiscard]] static constexpr std::uint64_t pattern_code(const Phase& ph) noexcept {
+        std::uint64_t code = 0;
+        for (std::size_t j = 0; j < ph.length; ++j) code = code << 8 | static_cast<std::uint8_t>(ph.letters[j]);
+        return code << 3 | ph.length;
+    }
+    template <letter L, class Streams, class F>
+    static constexpr void emit_one(std::uint32_t rank, std::uint32_t limit, Streams& streams, F& f) {
+        const unit u = streams.template next<letter_stream(L)>();
+        if (kept(u, limit)) f(make_event(letter_op(L), rank, u));
+    }
+    template <class Streams, class F, letter... Letters>
+    static constexpr bool run_if(std::uint64_t code, std::uint32_t n, std::uint32_t rank, std::uint32_t limit,
+                                 Streams& streams, F& f, pattern<Letters...>) {
         if (code != code_of<Letters...>) return false;
-        for (std::uint32_t r = 0; r < n; ++r) (emit_one<Letters>(rank, w, f), ...);
+        for (std::uint32_t r = 0; r < n; ++r) (emit_one<Letters>(rank, limit, streams, f), ...);
         return true;
     }
-    template <class F, class... Patterns>
-    static constexpr bool run_known(unsigned code, std::uint32_t n, std::uint32_t rank, walkers& w, F& f,
-                                    pattern_list<Patterns...>) {
-        return (run_if(code, n, rank, w, f, Patterns{}) || ...);
+    template <class Streams, class F, class... Patterns>
+    static constexpr bool run_known(std::uint64_t code, std::uint32_t n, std::uint32_t rank, std::uint32_t limit,
+                                    Streams& streams, F& f, pattern_list<Patterns...>) {
+        return (run_if(code, n, rank, limit, streams, f, Patterns{}) || ...);
     }
 };
 

@@ -47,21 +47,63 @@
 // microbatches as stages") and DeepSeek (num_chunks >= num_ranks * 2) require.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/v_program.hpp"
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 
 namespace pipesched {
 
 namespace detail {
+/// DualPipeV as data for the generator engine (program.hpp): the eight steps above as phases,
+/// on counter streams per op kind and chunk (B and I of a chunk share one, as in the
+/// references), the direct W's of step 3, and the queue of deferred weight gradients.
 struct dualpipe_v_program {
-    static constexpr std::size_t phases = 11;
+    /// The W's of steps 7 and 8: the k-th is the k-th deferred I of the rank, the I's of step 6
+    /// in order, then those of step 7.
+    struct weight_queue {
+        std::uint32_t ranks = 1;
+        std::uint32_t microbatches = 1;
+        std::uint32_t rank = 0;
+        std::uint32_t taken = 0;
 
-    [[nodiscard]] static constexpr v_phase phase(const v_params& prm, std::size_t k) noexcept {
+        constexpr unit next() noexcept { return unit_at(taken++); }
+        [[nodiscard]] constexpr unit unit_at(std::uint32_t k) const noexcept {
+            const std::uint32_t p = ranks;
+            const std::uint32_t r = rank;
+            const std::uint32_t m = microbatches;
+            const std::uint32_t half = (r + 1) / 2;
+            const std::uint32_t even = r % 2 == 0 ? 1 : 0;
+            if (k < even) return {0, m - p + half};
+            if (k < r + 1) {
+                const std::uint32_t t = k - even;
+                return t % 2 == 0 ? unit{1, m - r - 1 + half + even + t / 2}
+                                  : unit{0, m - p + half + even + t / 2};
+            }
+            return {0, m - p + k};
+        }
+    };
+
+    enum stream : std::uint32_t { f0, f1, b0, b1, w1, queue };
+    static constexpr letter F0 = slot(op::forward, f0);
+    static constexpr letter F1 = slot(op::forward, f1);
+    static constexpr letter B0 = slot(op::backward, b0);
+    static constexpr letter B1 = slot(op::backward, b1);
+    static constexpr letter I0 = slot(op::backward_input, b0);
+    static constexpr letter I1 = slot(op::backward_input, b1);
+    static constexpr letter W1 = slot(op::backward_weight, w1);
+    static constexpr letter Wq = slot(op::backward_weight, queue); ///< the oldest deferred W
+    static constexpr letter X = slot(op::overlap_f_b, no_stream);  ///< a pair's marker, unit (0, 0)
+
+    using patterns = pattern_list<pattern<F0>, pattern<F0, F1>, pattern<I1, W1, F1>, pattern<F0, B1, X, F1, B0>,
+                                  pattern<X, F0, B1, X, F1, B0>, pattern<B1, X, F1, B0>, pattern<B1, B0>,
+                                  pattern<B1, I0>, pattern<I1, I0>, pattern<Wq, I0>, pattern<Wq>>;
+    using streams_type = stream_set<counter<0>, counter<1>, counter<0>, counter<1>, counter<1>, weight_queue>;
+    static constexpr bool phantom_cut = false;
+
+    [[nodiscard]] static constexpr basic_program<11, 6> program(const program_params& prm) noexcept {
         const std::uint32_t p = prm.ranks;
         const std::uint32_t r = prm.rank;
         const std::uint32_t m = prm.microbatches;
@@ -69,66 +111,34 @@ struct dualpipe_v_program {
         const std::uint32_t main = m - 2 * p + r + 1;   // repeats of step 4
         const std::uint32_t half = (r + 1) / 2;         // step 6 repeats before the switch
         const std::uint32_t even = r % 2 == 0 ? 1 : 0;  // step 6 has one mixed repeat
-        const op F = op::forward;
-        const op B = op::backward;
-        const op I = op::backward_input;
-        const op W = op::backward_weight;
-        v_phase ph{};
-        switch (k) {
-        case 0: ph.count = 2 * (p - r - 1); ph.add(F, 0, 0); break;
-        case 1: ph.count = r + 1; ph.add(F, 0, 2 * (p - r - 1)).add(F, 1, 0); break;
-        case 2: ph.count = p - r - 1; ph.add(I, 1, 0).add(W, 1, 0).add(F, 1, r + 1); break;
-        case 3: // the last rank's first repeat of step 4
-            ph.count = last;
-            ph.add(F, 0, 2 * p - r - 1).add(B, 1, p - r - 1);
-            ph.add_marker().add(F, 1, p).add(B, 0, 0);
-            break;
-        case 4:
-            ph.count = main - last;
-            ph.add_marker().add(F, 0, 2 * p - r - 1 + last).add(B, 1, p - r - 1 + last);
-            ph.add_marker().add(F, 1, p + last).add(B, 0, last);
-            break;
-        case 5:
-            ph.count = p - r - 1;
-            ph.add(B, 1, m - p).add_marker().add(F, 1, m - p + r + 1).add(B, 0, main);
-            break;
-        case 6: ph.count = half; ph.add(B, 1, m - r - 1).add(B, 0, m - p); break;
-        case 7: ph.count = even; ph.add(B, 1, m - r - 1 + half).add(I, 0, m - p + half); break;
-        case 8:
-            ph.count = r + 1 - half - even;
-            ph.add(I, 1, m - r - 1 + half + even).add(I, 0, m - p + half + even);
-            break;
-        case 9: ph.count = p - r - 1; ph.add_queued_weight(0).add(I, 0, m - p + r + 1); break;
-        default: ph.count = r + 1; ph.add_queued_weight(p - r - 1); break;
-        }
-        return ph;
+        basic_program<11, 6> prog{};
+        prog.then(2 * (p - r - 1), {F0})                // 1
+            .then(r + 1, {F0, F1})                      // 2
+            .then(p - r - 1, {I1, W1, F1})              // 3
+            .then(last, {F0, B1, X, F1, B0})            // 4, the last rank's first repeat
+            .then(main - last, {X, F0, B1, X, F1, B0})  // 4
+            .then(p - r - 1, {B1, X, F1, B0})           // 5
+            .then(half, {B1, B0})                       // 6
+            .then(even, {B1, I0})
+            .then(r + 1 - half - even, {I1, I0})
+            .then(p - r - 1, {Wq, I0})                  // 7
+            .then(r + 1, {Wq});                         // 8
+        return prog;
     }
-
-    /// The k-th deferred I of the rank (its W is the k-th W of steps 7 and 8): the I's of step
-    /// 6 in order, then those of step 7.
-    [[nodiscard]] static constexpr unit queued(const v_params& prm, std::uint32_t k) noexcept {
-        const std::uint32_t p = prm.ranks;
-        const std::uint32_t r = prm.rank;
-        const std::uint32_t m = prm.microbatches;
-        const std::uint32_t half = (r + 1) / 2;
-        const std::uint32_t even = r % 2 == 0 ? 1 : 0;
-        if (k < even) return {0, m - p + half};
-        if (k < r + 1) {
-            const std::uint32_t t = k - even;
-            return t % 2 == 0 ? unit{1, m - r - 1 + half + even + t / 2}
-                              : unit{0, m - p + half + even + t / 2};
-        }
-        return {0, m - p + k};
+    [[nodiscard]] static constexpr streams_type streams(const program_params& prm) noexcept {
+        return streams_type{{}, {}, {}, {}, {}, weight_queue{prm.ranks, prm.microbatches, prm.rank, 0}};
     }
 };
 } // namespace detail
 
-class dualpipe_v {
+class dualpipe_v : public detail::program_schedule<dualpipe_v> {
 public:
     static constexpr std::string_view name = "dualpipe_v";
     static constexpr schedule_traits traits{.pytorch_name = "DualPipeV", .chunks = chunk_rule::two,
         .fixed_backward = true};
     static constexpr placement layout = placement::v_shape;
+
+    using patterns = detail::dualpipe_v_program::patterns;
 
     pipesched::shape shape;
 
@@ -146,28 +156,15 @@ public:
         return shape_ok;
     }
 
-    /// 6m - p events, one fewer on the last rank (markers included).
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
-        detail::require_usable(*this, rank);
-        const std::size_t n = 6 * std::size_t{shape.microbatches} - shape.ranks;
-        return rank + 1 == shape.ranks ? n - 1 : n;
+    [[nodiscard]] constexpr detail::basic_program<11, 6> program(std::uint32_t rank) const noexcept {
+        return detail::dualpipe_v_program::program(params(rank));
     }
-
-    using cursor_type = detail::v_program_cursor<detail::dualpipe_v_program>;
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
-        detail::require_usable(*this, rank);
-        return cursor_type{params(rank)};
-    }
-
-    /// Calls f(event) for every event of the rank; one loop per phase.
-    template <class F>
-    constexpr void generate(std::uint32_t rank, F& f) const {
-        detail::require_usable(*this, rank);
-        detail::run_program<detail::dualpipe_v_program>(params(rank), f);
+    [[nodiscard]] constexpr detail::dualpipe_v_program::streams_type streams(std::uint32_t rank) const noexcept {
+        return detail::dualpipe_v_program::streams(params(rank));
     }
 
 private:
-    [[nodiscard]] constexpr detail::v_params params(std::uint32_t rank) const noexcept {
+    [[nodiscard]] constexpr detail::program_params params(std::uint32_t rank) const noexcept {
         return {shape.ranks, shape.microbatches, shape.microbatches, rank};
     }
 };

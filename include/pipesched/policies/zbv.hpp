@@ -37,62 +37,63 @@
 // Accepted shapes: chunks = 2 (PyTorch: "ZBV requires exactly 2 stages per rank"), any m >= 1.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/v_program.hpp"
+#include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
 
 namespace pipesched {
 
 namespace detail {
+/// ZB-V as data for the generator engine (program.hpp): the table above, one phase a row, on
+/// six counter streams, one per op kind and chunk as PyTorch counts them.
 struct zbv_program {
-    static constexpr std::size_t phases = 9;
+    enum stream : std::uint32_t { f0, f1, i0, i1, w0, w1 };
+    static constexpr letter F0 = slot(op::forward, f0);
+    static constexpr letter F1 = slot(op::forward, f1);
+    static constexpr letter I0 = slot(op::backward_input, i0);
+    static constexpr letter I1 = slot(op::backward_input, i1);
+    static constexpr letter W0 = slot(op::backward_weight, w0);
+    static constexpr letter W1 = slot(op::backward_weight, w1);
 
-    [[nodiscard]] static constexpr v_phase phase(const v_params& prm, std::size_t k) noexcept {
+    using patterns = pattern_list<pattern<F0>, pattern<F1, F0>, pattern<F1, I1, W1>,
+                                  pattern<F0, I0, W0, F1, I1, W1>, pattern<I0, W0, F1, I1, W1>,
+                                  pattern<I0, I1>, pattern<I0, W0>, pattern<W1>, pattern<W0>>;
+    using streams_type = stream_set<counter<0>, counter<1>, counter<0>, counter<1>, counter<0>, counter<1>>;
+    /// The padded microbatches: events of microbatch m or more are cut (phantom_cut).
+    static constexpr bool phantom_cut = true;
+
+    [[nodiscard]] static constexpr basic_program<9, 6> program(const program_params& prm) noexcept {
         const std::uint32_t p = prm.ranks;
         const std::uint32_t r = prm.rank;
         const std::uint32_t m = prm.microbatches;
         const std::uint32_t n = m > 2 * p - 1 ? m : 2 * p - 1;
-        const op F = op::forward;
-        const op I = op::backward_input;
-        const op W = op::backward_weight;
-        v_phase ph{};
-        switch (k) {
-        case 0: ph.count = 2 * (p - r) - 1; ph.add(F, 0, 0); break;
-        case 1: ph.count = r; ph.add(F, 1, 0).add(F, 0, 2 * (p - r) - 1); break;
-        case 2: ph.count = p - r; ph.add(F, 1, r).add(I, 1, 0).add(W, 1, 0); break;
-        case 3:
-            ph.count = n - 2 * p + r + 1;
-            ph.add(F, 0, 2 * p - r - 1).add(I, 0, 0).add(W, 0, 0);
-            ph.add(F, 1, p).add(I, 1, p - r).add(W, 1, p - r);
-            break;
-        case 4:
-            ph.count = p - r - 1;
-            ph.add(I, 0, n - 2 * p + r + 1).add(W, 0, n - 2 * p + r + 1);
-            ph.add(F, 1, n - p + r + 1).add(I, 1, n - p + 1).add(W, 1, n - p + 1);
-            break;
-        case 5: ph.count = r; ph.add(I, 0, n - p).add(I, 1, n - r); break;
-        case 6: ph.count = p - r; ph.add(I, 0, n - p + r).add(W, 0, n - p); break;
-        case 7: ph.count = r; ph.add(W, 1, n - r); break;
-        default: ph.count = r; ph.add(W, 0, n - r); break;
-        }
-        return ph;
+        basic_program<9, 6> prog{};
+        prog.then(2 * (p - r) - 1, {F0})               // A
+            .then(r, {F1, F0})                         // B
+            .then(p - r, {F1, I1, W1})                 // C
+            .then(n - 2 * p + r + 1, {F0, I0, W0, F1, I1, W1}) // D
+            .then(p - r - 1, {I0, W0, F1, I1, W1})     // E
+            .then(r, {I0, I1})                         // F
+            .then(p - r, {I0, W0})                     // G
+            .then(r, {W1})                             // H
+            .then(r, {W0});                            // I
+        return prog;
     }
-    [[nodiscard]] static constexpr unit queued(const v_params&, std::uint32_t) noexcept { return {}; }
 };
 } // namespace detail
 
-class zbv {
+class zbv : public detail::program_schedule<zbv> {
 public:
     static constexpr std::string_view name = "zbv";
     // "zb-v" needs no alias: it matches `name` once normalised.
     static constexpr schedule_traits traits{.pytorch_name = "ZBVZeroBubble", .aliases = "zerobubblev",
         .chunks = chunk_rule::two, .fixed_backward = true};
     static constexpr placement layout = placement::v_shape;
-    static constexpr op backward_op = op::backward_input;
+
+    using patterns = detail::zbv_program::patterns;
 
     pipesched::shape shape;
 
@@ -107,29 +108,12 @@ public:
         return shape_ok;
     }
 
-    /// F, I and W of each of the rank's 2m units.
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
-        detail::require_usable(*this, rank);
-        return 6 * std::size_t{shape.microbatches};
+    [[nodiscard]] constexpr detail::basic_program<9, 6> program(std::uint32_t rank) const noexcept {
+        return detail::zbv_program::program({shape.ranks, shape.microbatches, shape.microbatches, rank});
     }
-
-    using cursor_type = detail::v_program_cursor<detail::zbv_program>;
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
-        detail::require_usable(*this, rank);
-        return cursor_type{params(rank)};
-    }
-
-    /// Calls f(event) for every event of the rank; one loop per phase.
-    template <class F>
-    constexpr void generate(std::uint32_t rank, F& f) const {
-        detail::require_usable(*this, rank);
-        detail::run_program<detail::zbv_program>(params(rank), f);
-    }
-
-private:
-    [[nodiscard]] constexpr detail::v_params params(std::uint32_t rank) const noexcept {
-        return {shape.ranks, shape.microbatches, shape.microbatches, rank};
-    }
+    [[nodiscard]] static constexpr detail::zbv_program::streams_type streams(std::uint32_t) noexcept { return {}; }
+    /// PyTorch's padding microbatches m..2p-2 are left out.
+    [[nodiscard]] constexpr std::uint32_t phantom_limit() const noexcept { return shape.microbatches; }
 };
 
 } // namespace pipesched
