@@ -56,6 +56,28 @@ constexpr bool phased_program_builds() {
 PIPESCHED_VERIFY(phased_program_builds());
 
 
+// A slot is an op and a stream in one byte; the loop schedules' letters are slots too.
+PIPESCHED_VERIFY(ps::detail::slot(ps::op::backward_input, 1) == ps::detail::letter::I &&
+                 ps::detail::letter_op(ps::detail::slot(ps::op::overlap_f_b, 14)) == ps::op::overlap_f_b &&
+                 ps::detail::letter_stream(ps::detail::slot(ps::op::overlap_f_b, 14)) == 14);
+
+// The phantom cut on counter streams (stream s's k-th unit has microbatch k), limit 2:
+// 5 x F0 keeps 2 (microbatches 0, 1); 3 x (F1 F0) keeps F1 0, 1 and no F0, so its third
+// repeat is all phantom and is dropped; 4 x F1 (microbatches 3..6) is dropped entirely.
+constexpr bool phantom_cut_counts() {
+    using namespace ps::detail;
+    constexpr letter f0 = slot(ps::op::forward, 0);
+    constexpr letter f1 = slot(ps::op::forward, 1);
+    basic_program<4, 2> prog{};
+    prog.then(5, {f0}).then(3, {f1, f0}).then(4, {f1});
+    const basic_program<4, 2> trimmed = without_phantom_repeats<2>(prog, 2);
+    return prog.size() == 15 && events_of<2>(prog, false, 2) == 15 && events_of<2>(prog, true, 2) == 4 &&
+           trimmed.phase_count() == 2 && trimmed.phase(0).repeats == 2 && trimmed.phase(1).repeats == 2 &&
+           events_of<2>(trimmed, true, 2) == 4 && events_of<2>(prog, true, 100) == 15;
+}
+PIPESCHED_VERIFY(phantom_cut_counts());
+
+
 TEST_CASE("detail: timeline_layout reads stage owners and chunks off the records") {
     // Interleaved p = 2, v = 2: rank 0 runs stages 0 and 2, rank 1 stages 1 and 3.
     std::vector<ps::timed_action> records;

@@ -371,6 +371,29 @@ void check_cursor_emit_size(const P& pol) {
     }
 }
 
+// The generator engine gives the V schedules closed-form at() too, phantom cut included: ZB-V
+// p = 2, m = 1 keeps 6 of rank 0's 18 padded slots ("0F0,3F0,3I0,3W0,0I0,0W0" above), so
+// event 3 is stage 3's (chunk 1's) W of microbatch 0, found without generating the others.
+PIPESCHED_VERIFY(ps::indexable_policy<ps::zbv> && ps::indexable_policy<ps::dualpipe_v>);
+PIPESCHED_VERIFY(zbv_2x1.size(0) == 6 && zbv_2x1.at(0, 3) == ps::event{op::backward_weight, 1, 0, 0, ps::no_peer});
+PIPESCHED_VERIFY(dpv_1x2.at(0, 4) == ps::event{op::overlap_f_b, 0, 0, 0, ps::no_peer} &&
+                 dpv_1x2.at(0, 6) == ps::event{op::backward, 0, 0, 0, ps::no_peer});
+
+TEST_CASE("zbv and dualpipe_v: at() agrees with the cursor and emit() on every grid shape") {
+    std::size_t shapes = 0;
+    for_each_v_shape([&](std::uint32_t p, std::uint32_t m) {
+        INFO("p=" << p << " m=" << m);
+        const ps::zbv zbv{{.ranks = p, .microbatches = m, .chunks = 2}};
+        CHECK(pipesched_test::streams_agree(zbv) == 6 * std::size_t{p} * m);
+        if (m >= 2 * p) {
+            const ps::dualpipe_v dpv{{.ranks = p, .microbatches = m, .chunks = 2}};
+            CHECK(pipesched_test::streams_agree(dpv) == p * (6 * std::size_t{m} - p) - 1);
+        }
+        ++shapes;
+    });
+    CHECK(shapes == 144);
+}
+
 TEST_CASE("zbv and dualpipe_v: cursor, emit() and size() agree") {
     for_each_v_shape([](std::uint32_t p, std::uint32_t m) {
         check_cursor_emit_size(ps::zbv{{.ranks = p, .microbatches = m, .chunks = 2}});
