@@ -62,20 +62,26 @@ PIPESCHED_VERIFY(ps::detail::slot(ps::op::backward_input, 1) == ps::detail::lett
                  ps::detail::letter_stream(ps::detail::slot(ps::op::overlap_f_b, 14)) == 14);
 
 // The phantom cut on counter streams (stream s's k-th unit has microbatch k), limit 2:
-// 5 x F0 keeps 2 (microbatches 0, 1); 3 x (F1 F0) keeps F1 0, 1 and no F0, so its third
-// repeat is all phantom and is dropped; 4 x F1 (microbatches 3..6) is dropped entirely.
-constexpr bool phantom_cut_counts() {
+// 5 x F0 keeps F0 0, 1; 3 x (F1 F0) keeps F1 0, 1 and no F0 (its counter is at 5), so it
+// becomes 2 x F1; 4 x F1 (microbatches 3..6) goes. A phase splits where a stream reaches the
+// limit inside it: after 1 x F0, 3 x (F1 F0) at limit 3 keeps both for two repeats, then F1.
+constexpr bool phantom_cut_programs() {
     using namespace ps::detail;
     constexpr letter f0 = slot(ps::op::forward, 0);
     constexpr letter f1 = slot(ps::op::forward, 1);
     basic_program<4, 2> prog{};
     prog.then(5, {f0}).then(3, {f1, f0}).then(4, {f1});
-    const basic_program<4, 2> trimmed = without_phantom_repeats<2>(prog, 2);
-    return prog.size() == 15 && events_of<2>(prog, false, 2) == 15 && events_of<2>(prog, true, 2) == 4 &&
-           trimmed.phase_count() == 2 && trimmed.phase(0).repeats == 2 && trimmed.phase(1).repeats == 2 &&
-           events_of<2>(trimmed, true, 2) == 4 && events_of<2>(prog, true, 100) == 15;
+    const basic_program<6, 2> cut = without_phantoms<2>(prog, 2);
+    const bool first = prog.size() == 15 && cut.size() == 4 && cut.phase_count() == 2 && cut.phase(0).repeats == 2 &&
+                       cut.phase(1).repeats == 2 && cut.phase(1).length == 1 && cut.phase(1).letters[0] == f1;
+    basic_program<4, 2> staggered{};
+    staggered.then(1, {f0}).then(3, {f1, f0});
+    const basic_program<6, 2> split = without_phantoms<2>(staggered, 3);
+    const bool second = split.size() == 1 + 2 * 2 + 1 && split.phase_count() == 3 && split.phase(1).repeats == 2 &&
+                        split.phase(1).length == 2 && split.phase(2).repeats == 1 && split.phase(2).letters[0] == f1;
+    return first && second && without_phantoms<2>(prog, 100).size() == 15;
 }
-PIPESCHED_VERIFY(phantom_cut_counts());
+PIPESCHED_VERIFY(phantom_cut_programs());
 
 
 TEST_CASE("detail: timeline_layout reads stage owners and chunks off the records") {

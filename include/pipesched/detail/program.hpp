@@ -21,9 +21,10 @@
 //     no stream (DualPipeV's overlap_f_b marker) has the unit (0, 0).
 // A policy may also cut phantom microbatches (phantom_limit(), ZB-V): PyTorch pads ZB-V's m
 // up to 2p-1 and turns the actions of the padding into idle slots, so the program is written
-// for the padded count and the engine leaves out every event whose microbatch is the limit or
-// more. The cut assumes counter streams (the k-th unit of a stream has microbatch k), which
-// is what keeps size() and at() closed-form under it.
+// for the padded count and the engine leaves out every slot whose microbatch would be the
+// limit or more. It does so once per rank, on the program (without_phantoms: a phase splits
+// where a stream runs past the limit), so size(), at(), the cursor and emit() run the same
+// code for every policy and never meet a phantom.
 #pragma once
 
 #include <array>
@@ -261,9 +262,10 @@ using phased_patterns = std::conditional_t<
     pattern_list<pattern<letter::F>, pattern<letter::F, letter::B>, pattern<letter::B>>>;
 
 /// The walkers of a policy for one rank: its streams(rank), or the F, B/I and W streams of a
-/// loop-placed schedule.
+/// loop-placed schedule. Always inlined: g++ would otherwise call it for interleaved 1F1B, and
+/// the phase loops would lose the walkers' constant fields (10% more instructions per event).
 template <class Policy>
-[[nodiscard]] constexpr auto streams_of(const Policy& pol, std::uint32_t rank) noexcept {
+[[nodiscard, gnu::always_inline]] constexpr auto streams_of(const Policy& pol, std::uint32_t rank) noexcept {
     if constexpr (requires { pol.streams(rank); }) {
         return pol.streams(rank);
     } else {
@@ -292,77 +294,63 @@ concept cuts_phantoms = requires(const Policy& pol) {
     { pol.phantom_limit() } -> std::same_as<std::uint32_t>;
 };
 
-/// Per-stream unit counts, for size(), at() and the cut: one entry per stream of a set of
-/// `Streams` streams and a last one for the slots without a stream.
-template <std::size_t Streams>
-using stream_counts = std::array<std::size_t, Streams + 1>;
-
-template <std::size_t Streams>
-[[nodiscard]] constexpr std::size_t count_index(letter l) noexcept {
-    const std::size_t s = letter_stream(l);
-    return s < Streams ? s : Streams;
-}
-
-/// Units each stream gives to one repeat of a phase.
-template <std::size_t Streams, class Phase>
-[[nodiscard]] constexpr stream_counts<Streams> per_repeat(const Phase& ph) noexcept {
-    stream_counts<Streams> n{};
-    for (std::size_t j = 0; j < ph.length; ++j) ++n[count_index<Streams>(ph.letters[j])];
-    return n;
-}
-
-/// Events of the first `repeats` repeats of a phase whose streams gave `before` units earlier,
-/// leaving out microbatches >= limit (counter streams: unit k has microbatch k).
-template <std::size_t Streams>
-[[nodiscard]] constexpr std::size_t kept_events(const stream_counts<Streams>& per,
-                                                const stream_counts<Streams>& before,
-                                                std::size_t repeats, std::size_t limit) noexcept {
-    std::size_t n = 0;
-    for (std::size_t s = 0; s <= Streams; ++s) {
-        const std::size_t all = repeats * per[s];
-        const std::size_t room = limit > before[s] ? limit - before[s] : 0;
-        n += all < room ? all : room;
-    }
-    return n;
-}
-
-/// Number of events of a program on `Streams` streams, leaving out microbatches >= limit when
-/// `cut`.
-template <std::size_t Streams, class Program>
-[[nodiscard]] constexpr std::size_t events_of(const Program& prog, bool cut, std::size_t limit) noexcept {
-    if (!cut) return prog.size();
-    stream_counts<Streams> before{};
-    std::size_t n = 0;
+/// The program without its phantom microbatches: every slot whose unit would have microbatch
+/// `limit` or more is left out. The streams must be counters (the k-th unit of a stream has
+/// microbatch k), each at most once in a pattern, as in ZB-V. A stream's kept units are then a
+/// prefix of it, so the shorter program yields exactly the kept events from fresh walkers,
+/// and the engine never meets a phantom at run time. A phase splits where one of its streams
+/// reaches the limit; a stream does that once, so there are at most `Streams` more phases.
+template <std::size_t Streams, std::size_t MaxPhases, std::size_t MaxSlots>
+[[nodiscard]] constexpr basic_program<MaxPhases + Streams, MaxSlots>
+without_phantoms(const basic_program<MaxPhases, MaxSlots>& prog, std::uint32_t limit) {
+    basic_program<MaxPhases + Streams, MaxSlots> out{};
+    std::array<std::uint32_t, Streams> before{}; // units each stream gave in earlier phases
     for (std::size_t k = 0; k < prog.phase_count(); ++k) {
-        const auto& ph = prog.phase(k);
-        const stream_counts<Streams> per = per_repeat<Streams>(ph);
-        n += kept_events<Streams>(per, before, ph.repeats, limit);
-        for (std::size_t s = 0; s <= Streams; ++s) before[s] += ph.repeats * per[s];
-    }
-    return n;
-}
-
-/// The program without the repeats in which a cut at `limit` leaves out every slot (counter
-/// streams): they emit nothing, and the streams they would advance are past the limit already,
-/// so every later unit of those streams is cut too. Keeps the cursor from stepping through
-/// ZB-V's padding slot by slot.
-template <std::size_t Streams, class Program>
-[[nodiscard]] constexpr Program without_phantom_repeats(const Program& prog, std::size_t limit) noexcept {
-    Program out{};
-    stream_counts<Streams> before{};
-    for (std::size_t k = 0; k < prog.phase_count(); ++k) {
-        const auto& ph = prog.phase(k);
-        const stream_counts<Streams> per = per_repeat<Streams>(ph);
-        std::size_t useful = 0; // repeats with a slot below the limit
-        for (std::size_t s = 0; s <= Streams; ++s) {
-            if (per[s] == 0 || before[s] >= limit) continue;
-            const std::size_t reach = (limit - before[s] + per[s] - 1) / per[s];
-            useful = reach > useful ? reach : useful;
+        const program_phase<MaxSlots>& ph = prog.phase(k);
+        std::array<std::uint32_t, MaxSlots> kept{}; // repeats in which slot j is below the limit
+        bool whole = true;
+        std::uint32_t seen = 0; // streams of the pattern so far, one bit each
+        for (std::size_t j = 0; j < ph.length; ++j) {
+            const std::uint32_t s = letter_stream(ph.letters[j]);
+            if (s >= Streams) throw_contract_error("a phantom cut needs every slot on a counter stream");
+            if ((seen >> s & 1u) != 0) throw_contract_error("a phantom cut needs each stream at most once in a pattern");
+            seen |= 1u << s;
+            kept[j] = before[s] >= limit ? 0 : limit - before[s] < ph.repeats ? limit - before[s] : ph.repeats;
+            whole = whole && kept[j] == ph.repeats;
+            before[s] += ph.repeats;
         }
-        out.then(static_cast<std::uint32_t>(useful < ph.repeats ? useful : ph.repeats), ph);
-        for (std::size_t s = 0; s <= Streams; ++s) before[s] += ph.repeats * per[s];
+        if (out.phase_count() == MaxPhases + Streams) throw_contract_error("a phantom cut made too many phases");
+        if (whole) {
+            out.then(ph.repeats, ph);
+            continue;
+        }
+        // One sub-phase per run of repeats in which the same slots are kept.
+        for (std::uint32_t done = 0;;) {
+            std::uint32_t until = 0; // the next repeat where a kept slot drops out
+            for (std::size_t j = 0; j < ph.length; ++j) {
+                if (kept[j] > done && (until == 0 || kept[j] < until)) until = kept[j];
+            }
+            if (until == 0) break;
+            if (out.phase_count() == MaxPhases + Streams) throw_contract_error("a phantom cut made too many phases");
+            program_phase<MaxSlots> sub{};
+            for (std::size_t j = 0; j < ph.length; ++j) {
+                if (kept[j] > done) sub.letters[sub.length++] = ph.letters[j];
+            }
+            out.then(until - done, sub);
+            done = until;
+        }
     }
     return out;
+}
+
+/// The program the engine runs for a policy: its own, without its phantoms when it has some.
+template <class Policy>
+[[nodiscard]] constexpr auto engine_program(const Policy& pol, std::uint32_t rank) {
+    if constexpr (cuts_phantoms<Policy>) {
+        return without_phantoms<streams_type<Policy>::count>(pol.program(rank), pol.phantom_limit());
+    } else {
+        return pol.program(rank);
+    }
 }
 
 /// What a V schedule's program is a function of: ranks p, real microbatches m, the cut (events
@@ -374,10 +362,25 @@ struct program_params {
     std::uint32_t rank = 0;
 };
 
-/// Number of events of a V program type (static program(params), phantom_cut).
+/// Number of events of a V program type (static program(params), streams_type, phantom_cut).
 template <class Program>
-[[nodiscard]] constexpr std::size_t program_size(const program_params& prm) noexcept {
-    return events_of<Program::streams_type::count>(Program::program(prm), Program::phantom_cut, prm.limit);
+[[nodiscard]] constexpr std::size_t program_size(const program_params& prm) {
+    if constexpr (Program::phantom_cut) {
+        return without_phantoms<Program::streams_type::count>(Program::program(prm), prm.limit).size();
+    } else {
+        return Program::program(prm).size();
+    }
+}
+
+/// Per-stream unit counts for at(): one entry per stream of a set of `Streams` streams and a
+/// last one for the slots without a stream.
+template <std::size_t Streams>
+using stream_counts = std::array<std::size_t, Streams + 1>;
+
+template <std::size_t Streams>
+[[nodiscard]] constexpr std::size_t count_index(letter l) noexcept {
+    const std::size_t s = letter_stream(l);
+    return s < Streams ? s : Streams;
 }
 
 // ---- the engine ----------------------------------------------------------------------------
@@ -398,50 +401,31 @@ public:
 
     [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
         require_usable(self(), rank);
-        return events_of<stream_count<>>(self().program(rank), cuts_phantoms<Derived>, limit_of(self()));
+        return engine_program(self(), rank).size();
     }
 
     /// Closed form: the i-th event of `rank`, without generating the ones before it.
     [[nodiscard]] constexpr event at(std::uint32_t rank, std::size_t i) const {
         require_usable(self(), rank);
         require_index(self(), rank, i);
-        constexpr bool cut = cuts_phantoms<Derived>;
-        const std::size_t limit = limit_of(self());
-        const auto prog = self().program(rank);
-        const auto streams = streams_of(self(), rank);
         constexpr std::size_t N = stream_count<>;
+        const auto prog = engine_program(self(), rank);
+        const auto streams = streams_of(self(), rank);
         stream_counts<N> before{}; // units each stream gave in earlier phases
         for (std::size_t k = 0; k < prog.phase_count(); ++k) {
             const auto& ph = prog.phase(k);
-            const stream_counts<N> per = per_repeat<N>(ph);
-            const std::size_t events =
-                cut ? kept_events<N>(per, before, ph.repeats, limit) : std::size_t{ph.repeats} * ph.length;
+            stream_counts<N> per{}; // units each stream gives to one repeat
+            for (std::size_t j = 0; j < ph.length; ++j) ++per[count_index<N>(ph.letters[j])];
+            const std::size_t events = std::size_t{ph.repeats} * ph.length;
             if (i < events) {
-                // The repeat holding event i, then i within it.
-                std::size_t repeat = 0;
-                if constexpr (cut) {
-                    std::size_t high = ph.repeats; // kept_events(.., repeat) <= i < kept_events(.., high)
-                    while (high - repeat > 1) {
-                        const std::size_t middle = repeat + (high - repeat) / 2;
-                        (kept_events<N>(per, before, middle, limit) <= i ? repeat : high) = middle;
-                    }
-                    i -= kept_events<N>(per, before, repeat, limit);
-                } else {
-                    repeat = i / ph.length;
-                    i %= ph.length;
-                }
-                stream_counts<N> taken{}; // units each stream gave earlier in the repeat
-                for (std::size_t j = 0; j < ph.length; ++j) {
-                    const letter l = ph.letters[j];
-                    const std::size_t s = count_index<N>(l);
-                    const std::size_t index = before[s] + repeat * per[s] + taken[s]++;
-                    if (cut && index >= limit) continue;
-                    if (i-- == 0) {
-                        return make_event(letter_op(l), rank,
-                                          stream_unit(self(), streams, letter_stream(l),
-                                                      static_cast<std::uint32_t>(index)));
-                    }
-                }
+                const std::size_t repeat = i / ph.length;
+                const std::size_t position = i % ph.length;
+                const letter l = ph.letters[position];
+                const std::size_t s = count_index<N>(l);
+                std::size_t index = before[s] + repeat * per[s];
+                for (std::size_t j = 0; j < position; ++j) index += count_index<N>(ph.letters[j]) == s ? 1 : 0;
+                return make_event(letter_op(l), rank,
+                                  stream_unit(self(), streams, letter_stream(l), static_cast<std::uint32_t>(index)));
             }
             i -= events;
             for (std::size_t s = 0; s <= N; ++s) before[s] += ph.repeats * per[s];
@@ -455,18 +439,16 @@ public:
     template <class F>
     constexpr void generate(std::uint32_t rank, F& f) const {
         require_usable(self(), rank);
-        const auto prog = program_of(self(), rank);
+        const auto prog = engine_program(self(), rank);
         auto streams = streams_of(self(), rank);
-        const std::uint32_t limit = limit_of(self());
         for (std::size_t k = 0; k < prog.phase_count(); ++k) {
             const auto& ph = prog.phase(k);
             const std::uint32_t n = ph.repeats;
-            if (!run_known(pattern_code(ph), n, rank, limit, streams, f, typename Derived::patterns{})) {
+            if (!run_known(pattern_code(ph), n, rank, streams, f, typename Derived::patterns{})) {
                 for (std::uint32_t r = 0; r < n; ++r) {
                     for (std::size_t j = 0; j < ph.length; ++j) {
                         const letter l = ph.letters[j];
-                        const unit u = streams.next(letter_stream(l));
-                        if (kept(u, limit)) f(make_event(letter_op(l), rank, u));
+                        f(make_event(letter_op(l), rank, streams.next(letter_stream(l))));
                     }
                 }
             }
@@ -477,8 +459,7 @@ public:
     public:
         constexpr cursor_type() = default;
         constexpr cursor_type(const Derived& source, std::uint32_t rank)
-            : program_{program_of(source, rank)}, streams_{streams_of(source, rank)}, rank_{rank} {
-            if constexpr (cuts_phantoms<Derived>) limit_.value = source.phantom_limit();
+            : program_{engine_program(source, rank)}, streams_{streams_of(source, rank)}, rank_{rank} {
             advance();
         }
 
@@ -488,43 +469,31 @@ public:
         }
 
         constexpr void advance() noexcept {
-            while (true) { // loops only past the events a phantom cut leaves out
-                if (phase_ == program_.phase_count()) {
-                    done_ = true;
-                    return;
-                }
-                const auto& ph = program_.phase(phase_);
-                const letter l = ph.letters[position_];
-                const unit u = streams_.next(letter_stream(l));
-                if (++position_ == ph.length) {
-                    position_ = 0;
-                    if (++repeat_ == ph.repeats) {
-                        repeat_ = 0;
-                        ++phase_;
-                    }
-                }
-                if constexpr (cuts_phantoms<Derived>) {
-                    if (u.microbatch >= limit_.value) continue;
-                }
-                // Stored as one value: through an `event` member g++ streams the cursor 1.5x slower.
-                current_ = std::bit_cast<std::uint64_t>(make_event(letter_op(l), rank_, u));
+            if (phase_ == program_.phase_count()) {
+                done_ = true;
                 return;
+            }
+            const auto& ph = program_.phase(phase_);
+            const letter l = ph.letters[position_];
+            // Stored as one value: through an `event` member g++ streams the cursor 1.5x slower.
+            current_ = std::bit_cast<std::uint64_t>(make_event(letter_op(l), rank_, streams_.next(letter_stream(l))));
+            if (++position_ == ph.length) {
+                position_ = 0;
+                if (++repeat_ == ph.repeats) {
+                    repeat_ = 0;
+                    ++phase_;
+                }
             }
         }
 
     private:
-        struct no_limit {};
-        struct limit {
-            std::uint32_t value = 0;
-        };
-        decltype(std::declval<const Derived&>().program(0u)) program_{};
+        decltype(engine_program(std::declval<const Derived&>(), 0u)) program_{};
         streams_type<Derived> streams_{};
         std::uint32_t rank_ = 0;
         std::uint32_t repeat_ = 0;
         std::uint8_t phase_ = 0;
         std::uint8_t position_ = 0;
         bool done_ = false;
-        [[no_unique_address]] std::conditional_t<cuts_phantoms<Derived>, limit, no_limit> limit_{};
         std::uint64_t current_{}; // an event kept as one value, for the reason of make_event
     };
 
@@ -540,22 +509,6 @@ private:
     template <class D = Derived>
     static constexpr std::size_t stream_count = streams_type<D>::count;
 
-    /// The program generate() and the cursor run: without its all-phantom repeats.
-    [[nodiscard]] static constexpr auto program_of(const Derived& pol, std::uint32_t rank) noexcept {
-        if constexpr (cuts_phantoms<Derived>) {
-            return without_phantom_repeats<stream_count<>>(pol.program(rank), pol.phantom_limit());
-        } else {
-            return pol.program(rank);
-        }
-    }
-    [[nodiscard]] static constexpr std::uint32_t limit_of(const Derived& pol) noexcept {
-        if constexpr (cuts_phantoms<Derived>) return pol.phantom_limit();
-        else return ~std::uint32_t{0};
-    }
-    [[nodiscard]] static constexpr bool kept([[maybe_unused]] unit u, [[maybe_unused]] std::uint32_t limit) noexcept {
-        if constexpr (cuts_phantoms<Derived>) return u.microbatch < limit;
-        else return true;
-    }
 
     /// The slots in one byte each, then the length: distinct for every pattern.
     template <letter... Letters>
@@ -571,21 +524,20 @@ private:
         return code << 3 | ph.length;
     }
     template <letter L, class Streams, class F>
-    static constexpr void emit_one(std::uint32_t rank, std::uint32_t limit, Streams& streams, F& f) {
-        const unit u = streams.template next<letter_stream(L)>();
-        if (kept(u, limit)) f(make_event(letter_op(L), rank, u));
+    static constexpr void emit_one(std::uint32_t rank, Streams& streams, F& f) {
+        f(make_event(letter_op(L), rank, streams.template next<letter_stream(L)>()));
     }
     template <class Streams, class F, letter... Letters>
-    static constexpr bool run_if(std::uint64_t code, std::uint32_t n, std::uint32_t rank, std::uint32_t limit,
-                                 Streams& streams, F& f, pattern<Letters...>) {
+    static constexpr bool run_if(std::uint64_t code, std::uint32_t n, std::uint32_t rank, Streams& streams, F& f,
+                                 pattern<Letters...>) {
         if (code != code_of<Letters...>) return false;
-        for (std::uint32_t r = 0; r < n; ++r) (emit_one<Letters>(rank, limit, streams, f), ...);
+        for (std::uint32_t r = 0; r < n; ++r) (emit_one<Letters>(rank, streams, f), ...);
         return true;
     }
     template <class Streams, class F, class... Patterns>
-    static constexpr bool run_known(std::uint64_t code, std::uint32_t n, std::uint32_t rank, std::uint32_t limit,
-                                    Streams& streams, F& f, pattern_list<Patterns...>) {
-        return (run_if(code, n, rank, limit, streams, f, Patterns{}) || ...);
+    static constexpr bool run_known(std::uint64_t code, std::uint32_t n, std::uint32_t rank, Streams& streams,
+                                    F& f, pattern_list<Patterns...>) {
+        return (run_if(code, n, rank, streams, f, Patterns{}) || ...);
     }
 };
 
