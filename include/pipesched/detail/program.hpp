@@ -48,7 +48,9 @@ struct unit {
     std::uint32_t microbatch;
 };
 
-[[nodiscard]] constexpr event make_event(op kind, std::uint32_t rank, unit u) noexcept {
+/// Always inlined: it is a few shifts, and a call per event costs more than the event (g++
+/// stops inlining it once a translation unit holds many policies' phase loops).
+[[nodiscard, gnu::always_inline]] constexpr event make_event(op kind, std::uint32_t rank, unit u) noexcept {
     if constexpr (std::endian::native == std::endian::little) {
         // One 64-bit value instead of five narrow stores: g++ otherwise chains partial-register
         // writes from one event to the next and streams 2-3x slower (benchmarks/README.md).
@@ -180,6 +182,8 @@ struct program_phase {
 /// policy's (its programs are fixed, so they are known): the cursor stores the program.
 template <std::size_t MaxPhases, std::size_t MaxSlots>
 class basic_program {
+    static_assert(MaxPhases <= 255 && MaxSlots <= 7, "a cursor counts phases in a byte; a pattern code holds seven slots");
+
 public:
     using phase_type = program_phase<MaxSlots>;
 
@@ -408,7 +412,7 @@ public:
     [[nodiscard]] constexpr event at(std::uint32_t rank, std::size_t i) const {
         require_usable(self(), rank);
         require_index(self(), rank, i);
-        constexpr std::size_t N = stream_count<>;
+        constexpr std::size_t N = streams_type<Derived>::count;
         const auto prog = engine_program(self(), rank);
         const auto streams = streams_of(self(), rank);
         stream_counts<N> before{}; // units each stream gave in earlier phases
@@ -445,12 +449,7 @@ public:
             const auto& ph = prog.phase(k);
             const std::uint32_t n = ph.repeats;
             if (!run_known(pattern_code(ph), n, rank, streams, f, typename Derived::patterns{})) {
-                for (std::uint32_t r = 0; r < n; ++r) {
-                    for (std::size_t j = 0; j < ph.length; ++j) {
-                        const letter l = ph.letters[j];
-                        f(make_event(letter_op(l), rank, streams.next(letter_stream(l))));
-                    }
-                }
+                run_any(ph, rank, streams, f);
             }
         }
     }
@@ -506,9 +505,6 @@ private:
     [[nodiscard]] constexpr const Derived& self() const noexcept {
         return static_cast<const Derived&>(*this);
     }
-    template <class D = Derived>
-    static constexpr std::size_t stream_count = streams_type<D>::count;
-
 
     /// The slots in one byte each, then the length: distinct for every pattern.
     template <letter... Letters>
@@ -523,9 +519,27 @@ private:
         for (std::size_t j = 0; j < ph.length; ++j) code = code << 8 | static_cast<std::uint8_t>(ph.letters[j]);
         return code << 3 | ph.length;
     }
+    // The walker is called directly, not through a stream_set member, and emit_one is always
+    // inlined: in a translation unit with many policies g++ otherwise runs out of inlining
+    // budget and the phase loops call emit_one, make_event and the walkers per event (4-7x
+    // slower streaming of interleaved 1F1B and looped BFS in benchmarks/policies.cpp).
     template <letter L, class Streams, class F>
-    static constexpr void emit_one(std::uint32_t rank, Streams& streams, F& f) {
-        f(make_event(letter_op(L), rank, streams.template next<letter_stream(L)>()));
+    [[gnu::always_inline]] static constexpr void emit_one(std::uint32_t rank, Streams& streams, F& f) {
+        constexpr op kind = letter_op(L);
+        constexpr std::size_t s = letter_stream(L);
+        if constexpr (s < Streams::count) f(make_event(kind, rank, stream_at<s>(streams).next()));
+        else f(make_event(kind, rank, unit{}));
+    }
+    /// A phase whose pattern is not in the policy's list (ZB-V's cut phases): slot by slot.
+    /// Kept out of line so that it does not take the inlining budget of the known patterns.
+    template <class Phase, class Streams, class F>
+    [[gnu::noinline]] static constexpr void run_any(const Phase& ph, std::uint32_t rank, Streams& streams, F& f) {
+        for (std::uint32_t r = 0; r < ph.repeats; ++r) {
+            for (std::size_t j = 0; j < ph.length; ++j) {
+                const letter l = ph.letters[j];
+                f(make_event(letter_op(l), rank, streams.next(letter_stream(l))));
+            }
+        }
     }
     template <class Streams, class F, letter... Letters>
     static constexpr bool run_if(std::uint64_t code, std::uint32_t n, std::uint32_t rank, Streams& streams, F& f,

@@ -100,7 +100,9 @@ public:
         std::uint32_t chunk = 0;
         std::uint32_t offset = 0;
 
-        constexpr detail::unit next() noexcept {
+        // Always inlined, like the engine's emit_one (detail/program.hpp): a call per event
+        // would cost more than the step.
+        [[gnu::always_inline]] constexpr detail::unit next() noexcept {
             const detail::unit u{reversed ? chunks - 1 - chunk : chunk, group_start + offset};
             if (++offset == group_length) {
                 offset = 0;

@@ -54,7 +54,7 @@ public:
         bool reversed = false;
         std::uint32_t chunk = 0;
         std::uint32_t microbatch = 0;
-        constexpr detail::unit next() noexcept {
+        [[gnu::always_inline]] constexpr detail::unit next() noexcept { // see interleaved_1f1b.hpp
             const detail::unit u = reversed ? detail::unit{chunks - 1 - chunk, microbatches - 1 - microbatch}
                                             : detail::unit{chunk, microbatch};
             if (++microbatch == microbatches) {
