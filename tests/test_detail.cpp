@@ -84,6 +84,28 @@ constexpr bool phantom_cut_programs() {
 PIPESCHED_VERIFY(phantom_cut_programs());
 
 
+TEST_CASE("detail: the phantom cut refuses a pattern it cannot cut by counting") {
+    using namespace ps::detail;
+    const auto refused = [](auto&& f) {
+        try {
+            f();
+        } catch (const ps::contract_error&) {
+            return true;
+        }
+        return false;
+    };
+    constexpr letter f0 = slot(ps::op::forward, 0);
+    basic_program<2, 2> twice{};
+    twice.then(3, {f0, f0}); // one stream twice in a pattern: its kept units are no run of repeats
+    CHECK(refused([&] { (void)without_phantoms<1>(twice, 2); }));
+    basic_program<2, 2> marker{};
+    marker.then(3, {slot(ps::op::overlap_f_b, no_stream)}); // not a counter
+    CHECK(refused([&] { (void)without_phantoms<1>(marker, 2); }));
+    basic_program<2, 2> fine{};
+    fine.then(3, {f0});
+    CHECK(without_phantoms<1>(fine, 2).size() == 2);
+}
+
 TEST_CASE("detail: timeline_layout reads stage owners and chunks off the records") {
     // Interleaved p = 2, v = 2: rank 0 runs stages 0 and 2, rank 1 stages 1 and 3.
     std::vector<ps::timed_action> records;
