@@ -35,8 +35,10 @@ class any_schedule {
 public:
     static constexpr placement layout = Layout;
     static constexpr std::string_view name = "any";
-    /// The largest cursor a held policy may have: the catalogued policies' are at most ~130 bytes.
-    static constexpr std::size_t cursor_capacity = 192;
+    /// The largest cursor a held policy may have. The catalogued policies' hold their rank's
+    /// program (detail/program.hpp): at most 232 bytes, ZB-V's (9 phases of up to 6 slots and
+    /// room for the 6 splits of its padding cut).
+    static constexpr std::size_t cursor_capacity = 256;
 
     pipesched::shape shape{};
 
