@@ -125,11 +125,6 @@ struct stream_set : stream_set_base<std::index_sequence_for<Walkers...>, Walkers
     using stream_set_base<std::index_sequence_for<Walkers...>, Walkers...>::stream_set_base;
 
     /// The next unit of stream `s` (no stream: (0, 0)).
-    template <std::size_t S>
-    constexpr unit next() noexcept {
-        if constexpr (S < count) return stream_at<S>(*this).next();
-        else return {};
-    }
     constexpr unit next(std::uint32_t s) noexcept { return next_of(s, std::index_sequence_for<Walkers...>{}); }
 
     /// The k-th unit of stream `s`, closed form.
@@ -217,7 +212,7 @@ public:
     [[nodiscard]] constexpr std::size_t phase_count() const noexcept { return count_; }
     [[nodiscard]] constexpr const phase_type& phase(std::size_t k) const noexcept { return phases_[k]; }
 
-    /// Number of slots over all repeats: the number of events when nothing is cut.
+    /// Number of events: the slots over all repeats.
     [[nodiscard]] constexpr std::size_t size() const noexcept {
         std::size_t n = 0;
         for (std::size_t k = 0; k < count_; ++k) n += std::size_t{phases_[k].repeats} * phases_[k].length;
