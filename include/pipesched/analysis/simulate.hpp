@@ -228,6 +228,7 @@ public:
         --size_;
     }
     [[nodiscard]] constexpr std::size_t peak() const noexcept { return peak_; }
+    [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
 
     static constexpr double missing = -1.0; // every stored time is >= 0
 
@@ -255,6 +256,87 @@ private:
     std::size_t mask_ = 0;
     std::size_t size_ = 0;
     std::size_t peak_ = 0;
+};
+
+/// End times of the results in flight between stages, keyed by (stage, microbatch, kind).
+/// A stage's results are mostly read in about the order they were produced, a few at a time,
+/// so each (stage, forward or backward result) has a small direct-mapped ring indexed by the
+/// microbatch modulo its size: one compare finds or frees an entry, where the hash table
+/// costs a multiply, a probe loop and a backward shift. A result whose slot is taken (an order
+/// that runs far ahead of its consumer, or an explicit schedule in any order) and every
+/// input_gradient_done entry go to pending_times, so any order gives the same answers; only
+/// the speed depends on it. Memory: stages x 2 x ring slots (bounded by ranks x chunks, not
+/// by the microbatches) plus the overflow.
+class in_flight_results {
+public:
+    using kind = pending_times::kind;
+    static constexpr double missing = pending_times::missing;
+
+    constexpr void reset(std::uint32_t stages, std::uint32_t microbatches) {
+        ring_bits_ = 0;
+        while (ring_bits_ < max_ring_bits && (std::uint32_t{1} << ring_bits_) < microbatches) ++ring_bits_;
+        ring_mask_ = (std::uint32_t{1} << ring_bits_) - 1;
+        const std::size_t slots = (std::size_t{stages} * 2) << ring_bits_;
+        tags_.assign(slots, empty);
+        times_.assign(slots, 0.0);
+    }
+    constexpr void insert(std::uint32_t stage, std::uint32_t mb, kind k, double t) {
+        if (k != pending_times::input_gradient_done) {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] == empty || tags_[i] == mb) {
+                if (tags_[i] == empty) {
+                    overflow_.erase(pending_times::key(stage, mb, k)); // a key lives in one place
+                    ++in_rings_;
+                }
+                tags_[i] = mb;
+                times_[i] = t;
+                note_peak();
+                return;
+            }
+        }
+        overflow_.insert(pending_times::key(stage, mb, k), t);
+        note_peak();
+    }
+    [[nodiscard]] constexpr double find(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+        if (k != pending_times::input_gradient_done) {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] == mb) return times_[i];
+        }
+        return overflow_.find(pending_times::key(stage, mb, k));
+    }
+    constexpr void erase(std::uint32_t stage, std::uint32_t mb, kind k) noexcept {
+        if (k != pending_times::input_gradient_done) {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] == mb) {
+                tags_[i] = empty;
+                --in_rings_;
+                return;
+            }
+        }
+        overflow_.erase(pending_times::key(stage, mb, k));
+    }
+    /// Most results held at once.
+    [[nodiscard]] constexpr std::size_t peak() const noexcept { return peak_; }
+
+private:
+    static constexpr std::uint32_t empty = 0xFFFFFFFFu; // no microbatch: they are < 0xFFFFFFFF
+    static constexpr std::uint32_t max_ring_bits = 6;   // 64: two 64-action turns in flight
+
+    [[nodiscard]] constexpr std::size_t slot(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+        return ((std::size_t{stage} * 2 + static_cast<std::size_t>(k)) << ring_bits_) | (mb & ring_mask_);
+    }
+    constexpr void note_peak() noexcept {
+        const std::size_t held = in_rings_ + overflow_.size();
+        peak_ = held > peak_ ? held : peak_;
+    }
+
+    std::vector<std::uint32_t> tags_{};
+    std::vector<double> times_{};
+    std::uint32_t ring_bits_ = 0;
+    std::uint32_t ring_mask_ = 0;
+    std::size_t in_rings_ = 0;
+    std::size_t peak_ = 0;
+    pending_times overflow_{};
 };
 
 /// The cost-model replay. Memory: the structure check's table of one byte per (stage,
@@ -333,36 +415,29 @@ private:
         return false;
     }
 
-    /// The result `a` needs from another stage (replay.hpp's rule), as a pending_times key;
-    /// false if none.
-    [[nodiscard]] constexpr bool dependency(const action& a, std::uint64_t& k,
-                                            std::uint32_t& producer_stage) const noexcept {
-        action input{};
-        if (!cross_stage_input(a, stages_, input)) return false;
-        producer_stage = input.stage;
-        k = pending_times::key(input.stage, input.microbatch,
-                               input.kind == op::forward ? pending_times::forward_result
-                                                         : pending_times::backward_result);
-        return true;
+    /// The result `a` needs from another stage (replay.hpp's rule); false if none.
+    [[nodiscard]] constexpr bool dependency(const action& a, action& input) const noexcept {
+        return cross_stage_input(a, stages_, input);
+    }
+    [[nodiscard]] static constexpr in_flight_results::kind result_kind(const action& input) noexcept {
+        return input.kind == op::forward ? pending_times::forward_result : pending_times::backward_result;
     }
 
     /// When the input of `a` is available on rank r; pending_times::missing if not produced yet.
     [[nodiscard]] constexpr double input_ready(const action& a, std::uint32_t r) noexcept {
-        std::uint64_t k = 0;
-        std::uint32_t producer = 0;
-        if (!dependency(a, k, producer)) return 0.0;
-        const double t = pending_.find(k);
+        action input{};
+        if (!dependency(a, input)) return 0.0;
+        const double t = pending_.find(input.stage, input.microbatch, result_kind(input));
         if (t == pending_times::missing) {
-            state_[r].waiting_stage = producer;
+            state_[r].waiting_stage = input.stage;
             return t;
         }
-        return owner_[producer] == r ? t : t + costs_.p2p_latency;
+        return owner_[input.stage] == r ? t : t + costs_.p2p_latency;
     }
     /// The input of `a` has been used: nobody else reads it.
     constexpr void consume_input(const action& a) noexcept {
-        std::uint64_t k = 0;
-        std::uint32_t producer = 0;
-        if (dependency(a, k, producer)) pending_.erase(k);
+        action input{};
+        if (dependency(a, input)) pending_.erase(input.stage, input.microbatch, result_kind(input));
     }
 
     /// Runs `a` from `start` for `duration`; `adds_busy` is false for the second action of a
@@ -386,17 +461,17 @@ private:
         sum.peak_activations = static_cast<std::uint32_t>(st.activations.peak);
         if (a.kind == op::forward) {
             if (a.stage + 1 < stages_) {
-                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::forward_result), end);
+                pending_.insert(a.stage, a.microbatch, pending_times::forward_result, end);
             }
         } else if (a.kind == op::backward || a.kind == op::backward_input) {
             if (a.stage > 0) {
-                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::backward_result), end);
+                pending_.insert(a.stage, a.microbatch, pending_times::backward_result, end);
             }
             if (a.kind == op::backward_input && costs_.fill_with_weight) {
-                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done), end);
+                pending_.insert(a.stage, a.microbatch, pending_times::input_gradient_done, end);
             }
         } else if (costs_.fill_with_weight) {
-            pending_.erase(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done));
+            pending_.erase(a.stage, a.microbatch, pending_times::input_gradient_done);
         }
         sink_.push(timed_action{r, index, a, start, end});
         return true;
@@ -416,8 +491,7 @@ private:
             }
             if (st.weights.done()) return true;
             const action w = st.weights.current();
-            if (pending_.find(pending_times::key(w.stage, w.microbatch, pending_times::input_gradient_done)) ==
-                pending_times::missing) {
+            if (pending_.find(w.stage, w.microbatch, pending_times::input_gradient_done) == pending_times::missing) {
                 return true; // its I has not run yet
             }
             if (!execute(out, r, st, st.weight_position, w, st.free_at, costs_.duration(w))) return false;
@@ -472,6 +546,7 @@ private:
     constexpr bool replay(simulation& out) {
         const std::uint32_t p = src_.ranks();
         state_.assign(p, rank_state{});
+        pending_.reset(stages_, src_.microbatches());
         for (std::uint32_t r = 0; r < p; ++r) {
             state_[r].next = src_.cursor(r);
             if (costs_.fill_with_weight) state_[r].weights = src_.cursor(r);
@@ -533,7 +608,7 @@ private:
     std::vector<std::uint32_t> owner_;
     std::vector<rank_state> state_;
     simulation* out_ = nullptr; ///< the result being filled, during replay()
-    pending_times pending_;
+    in_flight_results pending_;
     verdict failure_{};
 };
 

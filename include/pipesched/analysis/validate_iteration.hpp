@@ -158,6 +158,16 @@ public:
     /// replayed safely: every event of every rank has been checked (ranges, peers, matching
     /// sends and receives, no deadlock), not only those up to the first rule violation.
     constexpr verdict run(replay_choice deadlock_check = with_replay) {
+        if (deadlock_check == with_replay) {
+            if (run_one_replay()) return first_rule_violation_;
+            // Something failed: start over the way below, which reports the first error in
+            // the documented order (the compute replay's deadlock before the iteration rules).
+            units_.assign(units_.size(), unit_state{});
+            result_ = verdict{};
+            first_rule_violation_ = verdict{};
+            ranks_with_norm_ = 0;
+            check_same_rank_inputs_ = false;
+        }
         result_ = validate_actions(compute_projection<Source>{src_});
         if (!result_) return result_;
         if (src_.ranks() != dims_.ranks) {
@@ -171,6 +181,34 @@ public:
         if (deadlock_check == with_replay) replay();
         if (!result_) return result_;
         return first_rule_violation_;
+    }
+
+    /// The common case in one replay, not two: the compute projection's structure check, the
+    /// per-rank rules, the send/receive matching and the iteration replay, without the compute
+    /// projection's own replay. That replay cannot fail when these pass and, in addition, every
+    /// compute action whose input comes from a stage on the same rank follows that input in
+    /// the rank's order (checked in check_rank): a cross-rank input is received before its
+    /// consumer (input_not_received), its send follows its producer (send_before_compute) and
+    /// the receive waited for that send in the iteration replay, so the order in which the
+    /// iteration replay ran the compute actions is one the compute replay accepts (an
+    /// overlapped pair's F can wait for its B: nothing reads the F before the pair's sends).
+    /// True with first_rule_violation_ as the answer; false if anything failed, and the caller
+    /// starts over.
+    constexpr bool run_one_replay() {
+        {
+            const compute_projection<Source> projection{src_};
+            validator<compute_projection<Source>> structure{projection};
+            if (!structure.structure_ok()) return false;
+        }
+        if (src_.ranks() != dims_.ranks) return false;
+        check_same_rank_inputs_ = true;
+        for (std::uint32_t r = 0; r < src_.ranks(); ++r) {
+            if (check_rank(r)) return false;
+        }
+        check_same_rank_inputs_ = false;
+        if (same_rank_input_late_ || match_sends_and_receives()) return false;
+        replay();
+        return static_cast<bool>(result_);
     }
 
 private:
@@ -252,6 +290,7 @@ private:
         std::uint32_t backward_total_left = v * m;
         std::vector<channel> channels;
         std::uint32_t pair_left = 0; // events of an overlapped pair still to come
+        bool joins_norm = false;
         std::uint32_t i = 0;
         for (auto c = src_.cursor(r); !c.done(); c.advance(), ++i) {
             const event e = c.current();
@@ -270,6 +309,10 @@ private:
                 if (s > 0 && owner(s - 1) != r && !(u.flags & got_activation)) {
                     return fail(verdict_code::input_not_received, r, i, e);
                 }
+                if (check_same_rank_inputs_ && s > 0 && owner(s - 1) == r &&
+                    !(unit(s - 1, e.microbatch).flags & seen_forward)) {
+                    same_rank_input_late_ = true;
+                }
                 u.flags |= seen_forward;
                 break;
             case op::backward:
@@ -277,7 +320,12 @@ private:
                 if (s + 1 < stages_ && owner(s + 1) != r && !(u.flags & got_gradient)) {
                     return fail(verdict_code::input_not_received, r, i, e);
                 }
-                if (s + 1 == stages_ && has_losses() && !(u.flags & seen_loss)) {
+                if (check_same_rank_inputs_ && s + 1 < stages_ && owner(s + 1) == r &&
+                    !(unit(s + 1, e.microbatch).flags & seen_backward)) {
+                    same_rank_input_late_ = true;
+                }
+                // has_losses() last: it walks the ranks the first time it is asked.
+                if (s + 1 == stages_ && !(u.flags & seen_loss) && has_losses()) {
                     soft_fail(verdict_code::loss_misplaced, r, i, e);
                 }
                 u.flags |= seen_backward;
@@ -348,6 +396,10 @@ private:
                 break;
             case op::grad_norm:
             case op::optimizer_step:
+                if (e.kind == op::grad_norm && !joins_norm) {
+                    joins_norm = true;
+                    ++ranks_with_norm_;
+                }
                 if (syncs != v || backward_total_left != 0) {
                     soft_fail(verdict_code::stale_update, r, i, e);
                 }
@@ -424,8 +476,9 @@ private:
     class replay_model {
     public:
         using cursor_t = decltype(std::declval<const Source&>().cursor(0u));
+        /// Runs after check_rank() has passed every rank, which counted the grad_norm ranks.
         constexpr explicit replay_model(iteration_validator& v)
-            : v_{v}, ranks_with_norm_{ranks_with_grad_norm(v.src_)} {
+            : v_{v}, ranks_with_norm_{v.ranks_with_norm_} {
             const std::uint32_t p = v.src_.ranks();
             cursors_.reserve(p);
             for (std::uint32_t r = 0; r < p; ++r) cursors_.push_back(v.src_.cursor(r));
@@ -509,6 +562,9 @@ private:
     verdict first_rule_violation_{};
     bool losses_known_ = false;
     bool any_loss_ = false;
+    std::uint32_t ranks_with_norm_ = 0;     ///< ranks with a grad_norm (check_rank counts them)
+    bool check_same_rank_inputs_ = false;   ///< run_one_replay(): also the same-rank inputs
+    bool same_rank_input_late_ = false;     ///< one came after its consumer
 };
 
 } // namespace detail
