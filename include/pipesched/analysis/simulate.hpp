@@ -37,6 +37,7 @@
 // in static_assert.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -272,9 +273,15 @@ public:
     using kind = pending_times::kind;
     static constexpr double missing = pending_times::missing;
 
-    constexpr void reset(std::uint32_t stages, std::uint32_t microbatches) {
+    static constexpr std::uint32_t default_ring_bits = 6; // 64 slots: two 64-action turns in flight
+
+    /// Rings of 2^ring_bits slots, fewer if the microbatches fit (0: one slot, nearly every
+    /// result in the overflow table; the tests compare the two).
+    constexpr void reset(std::uint32_t stages, std::uint32_t microbatches,
+                         std::uint32_t ring_bits = default_ring_bits) {
+        const std::uint32_t most = ring_bits < default_ring_bits ? ring_bits : default_ring_bits;
         ring_bits_ = 0;
-        while (ring_bits_ < max_ring_bits && (std::uint32_t{1} << ring_bits_) < microbatches) ++ring_bits_;
+        while (ring_bits_ < most && (std::uint32_t{1} << ring_bits_) < microbatches) ++ring_bits_;
         ring_mask_ = (std::uint32_t{1} << ring_bits_) - 1;
         const std::size_t slots = (std::size_t{stages} * 2) << ring_bits_;
         tags_.assign(slots, empty);
@@ -285,7 +292,7 @@ public:
             const std::size_t i = slot(stage, mb, k);
             if (tags_[i] == empty || tags_[i] == mb) {
                 if (tags_[i] == empty) {
-                    overflow_.erase(pending_times::key(stage, mb, k)); // a key lives in one place
+                    if (overflow_.size() != 0) overflow_.erase(pending_times::key(stage, mb, k)); // a key lives in one place
                     ++in_rings_;
                 }
                 tags_[i] = mb;
@@ -320,7 +327,6 @@ public:
 
 private:
     static constexpr std::uint32_t empty = 0xFFFFFFFFu; // no microbatch: they are < 0xFFFFFFFF
-    static constexpr std::uint32_t max_ring_bits = 6;   // 64: two 64-action turns in flight
 
     [[nodiscard]] constexpr std::size_t slot(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
         return ((std::size_t{stage} * 2 + static_cast<std::size_t>(k)) << ring_bits_) | (mb & ring_mask_);
@@ -348,8 +354,10 @@ private:
 template <class Source, class Sink>
 class simulator {
 public:
-    constexpr simulator(const Source& s, const cost_model& costs, Sink& sink)
-        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()} {}
+    /// ring_bits: size of the in-flight rings (in_flight_results; only the speed depends on it).
+    constexpr simulator(const Source& s, const cost_model& costs, Sink& sink,
+                        std::uint32_t ring_bits = in_flight_results::default_ring_bits)
+        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()}, ring_bits_{ring_bits} {}
 
     constexpr simulation run() {
         simulation out{};
@@ -541,12 +549,137 @@ public:
         return st.next.done() ? step_result::finished : step_result::ran;
     }
 
+    /// step() in a loop, with the rank's state and its summary in local variables (what the
+    /// engine calls; replay.hpp). Every number is computed by the same operations in the same
+    /// order as step() and execute(), so the results are the same to the bit. fill_with_weight
+    /// (a W may run before the cursor reaches it) takes step() as it is.
+    template <class Engine>
+    constexpr step_result run_turn(std::uint32_t r, std::uint32_t budget, Engine& engine) {
+        if (costs_.fill_with_weight) {
+            step_result s = step_result::ran;
+            do {
+                if (budget-- == 0) return step_result::ran;
+                s = step(r, engine);
+            } while (s == step_result::ran);
+            return s;
+        }
+        rank_state& st = state_[r];
+        rank_summary& sum = out_->ranks[r];
+        cursor_t c = st.next;
+        std::uint32_t position = st.position;
+        double free_at = st.free_at;
+        double memory = st.memory;
+        activation_counter activations = st.activations;
+        bool started = st.started;
+        double busy = sum.busy;
+        double first_start = sum.first_start;
+        double last_end = sum.last_end;
+        double peak_memory = sum.peak_memory;
+        const auto store = [&] {
+            st.next = c;
+            st.position = position;
+            st.free_at = free_at;
+            st.memory = memory;
+            st.activations = activations;
+            st.started = started;
+            sum.busy = busy;
+            sum.first_start = first_start;
+            sum.last_end = last_end;
+            sum.peak_memory = peak_memory;
+            sum.peak_activations = static_cast<std::uint32_t>(activations.peak);
+        };
+        const auto load = [&] {
+            c = st.next;
+            position = st.position;
+            free_at = st.free_at;
+            memory = st.memory;
+            activations = st.activations;
+            started = st.started;
+            busy = sum.busy;
+            first_start = sum.first_start;
+            last_end = sum.last_end;
+            peak_memory = sum.peak_memory;
+        };
+        for (;;) {
+            if (budget-- == 0) {
+                store();
+                return step_result::ran;
+            }
+            const action a = c.current();
+            if (a.kind == op::overlap_f_b || a.overlapped_with_next) {
+                store();
+                const step_result s = run_pair(*out_, r, engine);
+                if (s != step_result::ran) return s;
+                load();
+                continue;
+            }
+            // input_ready()
+            double ready = 0.0;
+            action input{};
+            const bool needs_input = cross_stage_input(a, stages_, input);
+            if (needs_input) {
+                const double t = pending_.find(input.stage, input.microbatch, result_kind(input));
+                if (t == pending_times::missing) {
+                    st.waiting_stage = input.stage;
+                    store();
+                    return step_result::blocked;
+                }
+                ready = owner_[input.stage] == r ? t : t + costs_.p2p_latency;
+            }
+            const double start = ready > free_at ? ready : free_at;
+            // execute()
+            const double duration = uniform_ ? uniform_duration_[static_cast<std::size_t>(a.kind)] : costs_.duration(a);
+            if (!usable_cost(duration)) {
+                store();
+                fail(verdict_code::invalid_cost, r, position, a, duration);
+                return step_result::failed;
+            }
+            const double end = start + duration;
+            if (!finite_time(end)) {
+                store();
+                fail(verdict_code::time_overflow, r, position, a, start);
+                return step_result::failed;
+            }
+            free_at = end;
+            busy += end - start;
+            if (!started) {
+                first_start = start;
+                started = true;
+            }
+            last_end = end;
+            memory += uniform_ ? uniform_memory_[static_cast<std::size_t>(a.kind)] : costs_.memory_change(a);
+            if (memory > peak_memory) peak_memory = memory;
+            activations.add(a.kind);
+            if (a.kind == op::forward) {
+                if (a.stage + 1 < stages_) pending_.insert(a.stage, a.microbatch, pending_times::forward_result, end);
+            } else if (a.kind == op::backward || a.kind == op::backward_input) {
+                if (a.stage > 0) pending_.insert(a.stage, a.microbatch, pending_times::backward_result, end);
+            }
+            sink_.push(timed_action{r, position, a, start, end});
+            // consume_input(), wake_consumer()
+            if (needs_input) pending_.erase(input.stage, input.microbatch, result_kind(input));
+            wake_consumer(a, r, engine);
+            c.advance();
+            ++position;
+            if (c.done()) {
+                store();
+                return step_result::finished;
+            }
+        }
+    }
+
 private:
     /// False if some rank never finishes (a deadlock) or a cost is unusable (failure_).
     constexpr bool replay(simulation& out) {
         const std::uint32_t p = src_.ranks();
         state_.assign(p, rank_state{});
-        pending_.reset(stages_, src_.microbatches());
+        pending_.reset(stages_, src_.microbatches(), ring_bits_);
+        uniform_ = costs_.per_stage.empty();
+        const stage_costs& u = costs_.uniform;
+        // cost_model::duration() and memory_change() of every compute op, for uniform costs.
+        uniform_duration_ = {u.forward, u.backward, u.backward_input, u.backward_weight};
+        uniform_memory_ = {u.activation_memory, -u.activation_memory,
+                           u.weight_memory - u.activation_memory, -u.weight_memory};
         for (std::uint32_t r = 0; r < p; ++r) {
             state_[r].next = src_.cursor(r);
             if (costs_.fill_with_weight) state_[r].weights = src_.cursor(r);
@@ -605,11 +738,15 @@ private:
     const cost_model& costs_;
     Sink& sink_;
     std::uint32_t stages_;
+    std::uint32_t ring_bits_;
     std::vector<std::uint32_t> owner_;
     std::vector<rank_state> state_;
     simulation* out_ = nullptr; ///< the result being filled, during replay()
     in_flight_results pending_;
     verdict failure_{};
+    bool uniform_ = true; ///< no per-stage costs: the two tables below hold them
+    std::array<double, 4> uniform_duration_{};
+    std::array<double, 4> uniform_memory_{};
 };
 
 } // namespace detail

@@ -160,14 +160,21 @@ public:
     constexpr verdict run(replay_choice deadlock_check = with_replay) {
         if (deadlock_check == with_replay) {
             if (run_one_replay()) return first_rule_violation_;
-            // Something failed: start over the way below, which reports the first error in
-            // the documented order (the compute replay's deadlock before the iteration rules).
+            // Something failed: start over step by step, which reports the first error in the
+            // documented order (the compute replay's deadlock before the iteration rules).
             units_.assign(units_.size(), unit_state{});
             result_ = verdict{};
             first_rule_violation_ = verdict{};
             ranks_with_norm_ = 0;
             check_same_rank_inputs_ = false;
+            same_rank_input_late_ = false;
         }
+        return run_step_by_step(deadlock_check);
+    }
+
+    /// The steps one after the other, the compute projection replayed on its own (what run()
+    /// falls back to; the tests compare the two). Call on a fresh validator.
+    constexpr verdict run_step_by_step(replay_choice deadlock_check = with_replay) {
         result_ = validate_actions(compute_projection<Source>{src_});
         if (!result_) return result_;
         if (src_.ranks() != dims_.ranks) {
