@@ -201,18 +201,20 @@ public:
     /// overlapped pair's F can wait for its B: nothing reads the F before the pair's sends).
     /// True with first_rule_violation_ as the answer; false if anything failed, and the caller
     /// starts over.
+    /// The compute projection's structure check runs inside the same pass over the events.
     constexpr bool run_one_replay() {
+        if (src_.ranks() != dims_.ranks) return false;
         {
             const compute_projection<Source> projection{src_};
             validator<compute_projection<Source>> structure{projection};
-            if (!structure.structure_ok()) return false;
+            structure_ = &structure;
+            check_same_rank_inputs_ = true;
+            bool failed = false;
+            for (std::uint32_t r = 0; r < src_.ranks() && !failed; ++r) failed = check_rank(r);
+            structure_ = nullptr;
+            check_same_rank_inputs_ = false;
+            if (failed || structure.units_missing()) return false;
         }
-        if (src_.ranks() != dims_.ranks) return false;
-        check_same_rank_inputs_ = true;
-        for (std::uint32_t r = 0; r < src_.ranks(); ++r) {
-            if (check_rank(r)) return false;
-        }
-        check_same_rank_inputs_ = false;
         if (same_rank_input_late_ || match_sends_and_receives()) return false;
         replay();
         return static_cast<bool>(result_);
@@ -299,10 +301,16 @@ private:
         std::uint32_t pair_left = 0; // events of an overlapped pair still to come
         bool joins_norm = false;
         std::uint32_t i = 0;
+        std::uint32_t compute_index = 0; // position in the compute projection
+        if (structure_ != nullptr) structure_->begin_rank();
         for (auto c = src_.cursor(r); !c.done(); c.advance(), ++i) {
             const event e = c.current();
             if (e.rank != r || e.chunk >= v || e.microbatch >= m) {
                 return fail(verdict_code::out_of_range, r, i, e);
+            }
+            if (structure_ != nullptr && (is_compute(e.kind) || e.kind == op::overlap_f_b) &&
+                structure_->check_action(r, compute_index++, action{stage(e), e.kind, e.microbatch})) {
+                return true; // run_one_replay() starts over: the verdict comes from there
             }
             if (pair_left > 0) {
                 if (!is_compute(e.kind)) return fail(verdict_code::malformed_overlap, r, i, e);
@@ -414,6 +422,7 @@ private:
             default: break; // param_gather, reshard, overlap_f_b: no rule of their own here
             }
         }
+        if (structure_ != nullptr && structure_->rank_left_pair_open()) return true;
         if (pair_left > 0) { // a marker too close to the end (also refused by step 1)
             const event marker{op::overlap_f_b, 0, static_cast<std::uint16_t>(r), 0, no_peer};
             return fail(verdict_code::malformed_overlap, r, i - 1, marker);
@@ -571,6 +580,8 @@ private:
     bool any_loss_ = false;
     std::uint32_t ranks_with_norm_ = 0;     ///< ranks with a grad_norm (check_rank counts them)
     bool check_same_rank_inputs_ = false;   ///< run_one_replay(): also the same-rank inputs
+    /// run_one_replay(): the compute projection's structure check, fed by check_rank()
+    validator<compute_projection<Source>>* structure_ = nullptr;
     bool same_rank_input_late_ = false;     ///< one came after its consumer
 };
 
