@@ -325,6 +325,46 @@ public:
     /// Most results held at once.
     [[nodiscard]] constexpr std::size_t peak() const noexcept { return peak_; }
 
+    /// The rings' layout as values, for a loop that keeps them in registers (through the
+    /// object, every store to a ring could alias them and forces a reload). Its find, insert
+    /// and erase are the ones above for the forward and backward results.
+    class rings {
+    public:
+        [[nodiscard]] constexpr double find(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+            const std::size_t i = slot(stage, mb, k);
+            return tags_[i] == mb ? times_[i] : owner_->overflow_.find(pending_times::key(stage, mb, k));
+        }
+        constexpr void insert(std::uint32_t stage, std::uint32_t mb, kind k, double t) const {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] != empty || owner_->overflow_.size() != 0) return owner_->insert(stage, mb, k, t);
+            tags_[i] = mb;
+            times_[i] = t;
+            ++owner_->in_rings_;
+            owner_->note_peak();
+        }
+        constexpr void erase(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] != mb) return owner_->erase(stage, mb, k);
+            tags_[i] = empty;
+            --owner_->in_rings_;
+        }
+
+    private:
+        friend class in_flight_results;
+        constexpr rings(in_flight_results& owner) noexcept
+            : owner_{&owner}, tags_{owner.tags_.data()}, times_{owner.times_.data()},
+              bits_{owner.ring_bits_}, mask_{owner.ring_mask_} {}
+        [[nodiscard]] constexpr std::size_t slot(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+            return ((std::size_t{stage} * 2 + static_cast<std::size_t>(k)) << bits_) | (mb & mask_);
+        }
+        in_flight_results* owner_;
+        std::uint32_t* tags_;
+        double* times_;
+        std::uint32_t bits_;
+        std::uint32_t mask_;
+    };
+    [[nodiscard]] constexpr rings view() noexcept { return rings{*this}; }
+
 private:
     static constexpr std::uint32_t empty = 0xFFFFFFFFu; // no microbatch: they are < 0xFFFFFFFF
 
@@ -575,6 +615,7 @@ public:
         double first_start = sum.first_start;
         double last_end = sum.last_end;
         double peak_memory = sum.peak_memory;
+        const in_flight_results::rings in_flight = pending_.view();
         const auto store = [&] {
             st.next = c;
             st.position = position;
@@ -618,7 +659,7 @@ public:
             action input{};
             const bool needs_input = cross_stage_input(a, stages_, input);
             if (needs_input) {
-                const double t = pending_.find(input.stage, input.microbatch, result_kind(input));
+                const double t = in_flight.find(input.stage, input.microbatch, result_kind(input));
                 if (t == pending_times::missing) {
                     st.waiting_stage = input.stage;
                     store();
@@ -651,13 +692,13 @@ public:
             if (memory > peak_memory) peak_memory = memory;
             activations.add(a.kind);
             if (a.kind == op::forward) {
-                if (a.stage + 1 < stages_) pending_.insert(a.stage, a.microbatch, pending_times::forward_result, end);
+                if (a.stage + 1 < stages_) in_flight.insert(a.stage, a.microbatch, pending_times::forward_result, end);
             } else if (a.kind == op::backward || a.kind == op::backward_input) {
-                if (a.stage > 0) pending_.insert(a.stage, a.microbatch, pending_times::backward_result, end);
+                if (a.stage > 0) in_flight.insert(a.stage, a.microbatch, pending_times::backward_result, end);
             }
             sink_.push(timed_action{r, position, a, start, end});
             // consume_input(), wake_consumer()
-            if (needs_input) pending_.erase(input.stage, input.microbatch, result_kind(input));
+            if (needs_input) in_flight.erase(input.stage, input.microbatch, result_kind(input));
             wake_consumer(a, r, engine);
             c.advance();
             ++position;
