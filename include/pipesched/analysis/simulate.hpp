@@ -334,7 +334,7 @@ public:
             const std::size_t i = slot(stage, mb, k);
             return tags_[i] == mb ? times_[i] : owner_->overflow_.find(pending_times::key(stage, mb, k));
         }
-        constexpr void insert(std::uint32_t stage, std::uint32_t mb, kind k, double t) const {
+        [[gnu::always_inline]] constexpr void insert(std::uint32_t stage, std::uint32_t mb, kind k, double t) const {
             const std::size_t i = slot(stage, mb, k);
             if (tags_[i] != empty || owner_->overflow_.size() != 0) return owner_->insert(stage, mb, k, t);
             tags_[i] = mb;
@@ -605,7 +605,7 @@ public:
         }
         rank_state& st = state_[r];
         rank_summary& sum = out_->ranks[r];
-        cursor_t c = st.next;
+        cursor_t& c = st.next; // in place: a copy costs more than it saves (advance() is a call)
         std::uint32_t position = st.position;
         double free_at = st.free_at;
         double memory = st.memory;
@@ -617,7 +617,6 @@ public:
         double peak_memory = sum.peak_memory;
         const in_flight_results::rings in_flight = pending_.view();
         const auto store = [&] {
-            st.next = c;
             st.position = position;
             st.free_at = free_at;
             st.memory = memory;
@@ -630,7 +629,6 @@ public:
             sum.peak_activations = static_cast<std::uint32_t>(activations.peak);
         };
         const auto load = [&] {
-            c = st.next;
             position = st.position;
             free_at = st.free_at;
             memory = st.memory;

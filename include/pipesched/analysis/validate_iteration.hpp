@@ -150,7 +150,11 @@ class iteration_validator {
 public:
     constexpr explicit iteration_validator(const Source& src)
         : src_{src}, dims_{src.shape()}, layout_{src.layout()}, stages_{src.shape().stages()},
-          units_(std::size_t{src.shape().stages()} * src.shape().microbatches) {}
+          units_(std::size_t{src.shape().stages()} * src.shape().microbatches) {
+        // owner() once per stage: locate_stage divides, and check_rank asks for every event.
+        stage_owner_.reserve(stages_);
+        for (std::uint32_t s = 0; s < stages_; ++s) stage_owner_.push_back(locate_stage(layout_, dims_.ranks, s).rank);
+    }
 
     /// The first error; an order with a fatal error (anything but the rule violations the
     /// iteration replay can still time: stale_update, grad_sync_before_backward, loss_misplaced,
@@ -257,9 +261,7 @@ private:
     [[nodiscard]] constexpr std::uint32_t stage(const event& e) const noexcept {
         return stage_of(layout_, dims_.ranks, e.rank, e.chunk);
     }
-    [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t s) const noexcept {
-        return locate_stage(layout_, dims_.ranks, s).rank;
-    }
+    [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t s) const noexcept { return stage_owner_[s]; }
     [[nodiscard]] constexpr unit_state& unit(std::uint32_t s, std::uint32_t mb) noexcept {
         return units_[std::size_t{s} * dims_.microbatches + mb];
     }
@@ -574,6 +576,7 @@ private:
     placement layout_;
     std::uint32_t stages_;
     std::vector<unit_state> units_;
+    std::vector<std::uint32_t> stage_owner_{};
     verdict result_{};
     verdict first_rule_violation_{};
     bool losses_known_ = false;
