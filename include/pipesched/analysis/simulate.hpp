@@ -29,8 +29,9 @@
 // peak_activations.
 //
 // Linear in the number of actions. Memory: the structure check (validate.hpp) holds one byte per
-// (stage, microbatch) and frees it before the replay; the replay holds O(p) state plus the end
-// times of results not yet consumed (detail::pending_times), which without a timeline sink is
+// (stage, microbatch) and frees it before the replay; the replay holds O(p) state, a ring of 64
+// end times per (stage, forward or backward result), and the end times of results not yet
+// consumed that do not fit there (detail::in_flight_results), which without a timeline sink are
 // bounded by turn-taking to about what is in flight between stages, O(ranks x chunks) for the
 // library's schedules. Durations must be finite and >= 0 (else invalid_cost) and times must stay
 // below the largest double (else time_overflow). constexpr: a scalar read off the result works
@@ -387,7 +388,7 @@ private:
 
 /// The cost-model replay. Memory: the structure check's table of one byte per (stage,
 /// microbatch), freed before the replay; then O(ranks) state plus the results in flight
-/// between stages (pending_times), which for the library's schedules is O(ranks x chunks).
+/// between stages (in_flight_results), which for the library's schedules is O(ranks x chunks).
 /// The ranks take turns of at most `turn` actions, round robin, so that no rank runs far
 /// ahead of its consumers and piles up results: the times do not depend on this order (each
 /// action starts at max(rank free, input ready)), only the memory does.

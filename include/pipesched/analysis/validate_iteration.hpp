@@ -21,7 +21,10 @@
 //      pipeline ranks (Megatron reduces the norm over the model-parallel group) finishes;
 //      otherwise the verdict is a deadlock naming the cycle.
 // Linear in the number of events apart from the per-rank channel table, which holds one entry
-// per distinct peer (two in every schedule of this library).
+// per distinct peer (two in every schedule of this library). When everything passes, which is
+// the common case, steps 1 to 3 share one pass over the events and step 1's own replay is left
+// out (the iteration replay implies it; run_one_replay() says why); on any error the steps run
+// one after the other as listed, so the verdict is always the first error in this order.
 #pragma once
 
 #include <cstddef>
