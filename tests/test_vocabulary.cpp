@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <pipesched/action.hpp>
+#include <pipesched/io/terminal_timeline.hpp>
 
 #include <string>
 
@@ -23,6 +24,31 @@ constexpr bool every_op_round_trips() {
     return !ps::op_from_string("forwards", ignored) && !ps::op_from_string("", ignored);
 }
 PIPESCHED_VERIFY(every_op_round_trips());
+
+// Every op's text comes from one table: the PyTorch names parse back to their op, and the
+// letters the parser and the terminal timeline read are unique.
+constexpr bool op_texts_are_consistent() {
+    for (std::size_t i = 0; i < ps::op_count; ++i) {
+        const auto o = static_cast<ps::op>(i);
+        if (!ps::action_name(o).empty()) {
+            ps::fixed_text<32> t{};
+            t.append("2");
+            t.append(ps::action_name(o));
+            if (ps::has_microbatch(o)) t.append("5");
+            const auto r = ps::parse_action(t.view());
+            if (!r || r.value.kind != o || r.value.stage != 2) return false;
+        }
+        for (std::size_t j = i + 1; j < ps::op_count; ++j) {
+            const auto other = static_cast<ps::op>(j);
+            const char a = ps::timeline_letter(o);
+            if (a != '\0' && a != '*' && a == ps::timeline_letter(other)) return false;
+            if (ps::to_string(o) == ps::to_string(other)) return false;
+        }
+    }
+    return ps::to_string(static_cast<ps::op>(200)) == "?" && ps::action_name(static_cast<ps::op>(200)).empty();
+}
+PIPESCHED_VERIFY(op_texts_are_consistent());
+PIPESCHED_VERIFY(ps::timeline_letter(ps::op::reshard) == '*');
 PIPESCHED_VERIFY(sizeof(ps::event) == 8);
 PIPESCHED_VERIFY(ps::compute_letter(ps::op::backward_input) == 'I');
 PIPESCHED_VERIFY(ps::compute_letter(ps::op::grad_sync) == '\0');

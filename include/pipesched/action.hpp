@@ -41,20 +41,7 @@ struct action {
 /// PyTorch's name of an op in action text ("F", "SEND_F", "UNSHARD", ...); empty for the ops
 /// PyTorch does not write (recompute, loss, grad_norm, optimizer_step).
 [[nodiscard]] constexpr std::string_view action_name(op o) noexcept {
-    switch (o) {
-    case op::forward: return "F";
-    case op::backward: return "B";
-    case op::backward_input: return "I";
-    case op::backward_weight: return "W";
-    case op::send_activation: return "SEND_F";
-    case op::recv_activation: return "RECV_F";
-    case op::send_gradient: return "SEND_B";
-    case op::recv_gradient: return "RECV_B";
-    case op::param_gather: return "UNSHARD";
-    case op::reshard: return "RESHARD";
-    case op::grad_sync: return "REDUCE_GRAD";
-    default: return {};
-    }
+    return static_cast<std::size_t>(o) < op_count ? detail::text_of(o).pytorch : std::string_view{};
 }
 
 /// Whether the text of an op ends with a microbatch number: compute and point-to-point ops.
@@ -142,29 +129,25 @@ namespace detail {
 }
 
 [[nodiscard]] constexpr op op_from_letter(char c, bool& ok) noexcept {
-    ok = true;
-    switch (c) {
-    case 'F': return op::forward;
-    case 'B': return op::backward;
-    case 'I': return op::backward_input;
-    case 'W': return op::backward_weight;
-    default: ok = false; return op::forward;
+    for (const op o : {op::forward, op::backward, op::backward_input, op::backward_weight}) {
+        if (compute_letter(o) == c) {
+            ok = true;
+            return o;
+        }
     }
+    ok = false;
+    return op::forward;
 }
 
-/// The ops with a multi-letter name, in no particular order (no name is a prefix of another).
-inline constexpr std::array<op, 7> named_comm_ops{op::send_activation, op::recv_activation,
-                                                  op::send_gradient,   op::recv_gradient,
-                                                  op::param_gather,    op::reshard,
-                                                  op::grad_sync};
-
-/// Matches a communication name at `pos`. On success advances `pos` past it; otherwise `pos`
+/// Matches a communication name at `pos` (no name is a prefix of another). On success advances `pos` past it; otherwise `pos`
 /// is left at the first character no name can continue with.
 [[nodiscard]] constexpr bool match_comm_name(std::string_view text, std::size_t& pos,
                                              op& out) noexcept {
     std::size_t longest = 0;
-    for (const op o : named_comm_ops) {
-        const std::string_view name = action_name(o);
+    for (const op_text& row : op_texts) {
+        const std::string_view name = row.pytorch;
+        if (name.size() < 2) continue; // F, B, I, W are letters; op_from_letter reads those
+        const op o = row.kind;
         std::size_t n = 0;
         while (n < name.size() && pos + n < text.size() && text[pos + n] == name[n]) ++n;
         if (n == name.size()) {

@@ -1,6 +1,7 @@
 // pipesched: the event vocabulary. One event is one step on one pipeline rank.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -33,27 +34,52 @@ enum class op : std::uint8_t {
 
 inline constexpr std::size_t op_count = 16;
 
-/// Snake-case name of an op, as used in JSON output and diagnostics.
-[[nodiscard]] constexpr std::string_view to_string(op o) noexcept {
-    switch (o) {
-    case op::forward: return "forward";
-    case op::backward: return "backward";
-    case op::backward_input: return "backward_input";
-    case op::backward_weight: return "backward_weight";
-    case op::recompute: return "recompute";
-    case op::loss: return "loss";
-    case op::send_activation: return "send_activation";
-    case op::recv_activation: return "recv_activation";
-    case op::send_gradient: return "send_gradient";
-    case op::recv_gradient: return "recv_gradient";
-    case op::grad_sync: return "grad_sync";
-    case op::grad_norm: return "grad_norm";
-    case op::optimizer_step: return "optimizer_step";
-    case op::param_gather: return "param_gather";
-    case op::reshard: return "reshard";
-    case op::overlap_f_b: return "overlap_f_b";
+namespace detail {
+/// Every text form of an op, in one row per op so that a new op is named in one place:
+/// its snake-case name (JSON, diagnostics), PyTorch's action name (CSV, action text; empty for
+/// the ops PyTorch does not write) and its one-letter form (PyTorch's letter for F, B, I, W;
+/// the terminal timeline's letter for the others; '\0' for ops without one).
+struct op_text {
+    op kind;
+    std::string_view name;
+    std::string_view pytorch;
+    char letter;
+};
+inline constexpr std::array<op_text, op_count> op_texts{{
+    {op::forward, "forward", "F", 'F'},
+    {op::backward, "backward", "B", 'B'},
+    {op::backward_input, "backward_input", "I", 'I'},
+    {op::backward_weight, "backward_weight", "W", 'W'},
+    {op::recompute, "recompute", "", 'R'},
+    {op::loss, "loss", "", 'L'},
+    {op::send_activation, "send_activation", "SEND_F", '\0'},
+    {op::recv_activation, "recv_activation", "RECV_F", '\0'},
+    {op::send_gradient, "send_gradient", "SEND_B", '\0'},
+    {op::recv_gradient, "recv_gradient", "RECV_B", '\0'},
+    {op::grad_sync, "grad_sync", "REDUCE_GRAD", 'G'},
+    {op::grad_norm, "grad_norm", "", 'N'},
+    {op::optimizer_step, "optimizer_step", "", 'O'},
+    {op::param_gather, "param_gather", "UNSHARD", 'P'},
+    {op::reshard, "reshard", "RESHARD", '\0'},
+    {op::overlap_f_b, "overlap_f_b", "", '\0'},
+}};
+static_assert([] {
+    for (std::size_t i = 0; i < op_count; ++i) {
+        if (static_cast<std::size_t>(op_texts[i].kind) != i) return false;
     }
-    return "?";
+    return true;
+}(), "op_texts has one row per op, in the enum's order");
+
+[[nodiscard]] constexpr const op_text& text_of(op o) noexcept {
+    const auto i = static_cast<std::size_t>(o);
+    return op_texts[i < op_count ? i : 0];
+}
+} // namespace detail
+
+/// Snake-case name of an op, as used in JSON output and diagnostics ("?" for a value outside
+/// the enum).
+[[nodiscard]] constexpr std::string_view to_string(op o) noexcept {
+    return static_cast<std::size_t>(o) < op_count ? detail::text_of(o).name : "?";
 }
 
 /// Inverse of to_string(op); false when the name is unknown.
@@ -86,13 +112,7 @@ inline constexpr std::size_t op_count = 16;
 
 /// PyTorch's letter for a compute op ('F', 'B', 'I', 'W'); '\0' for any other op.
 [[nodiscard]] constexpr char compute_letter(op o) noexcept {
-    switch (o) {
-    case op::forward: return 'F';
-    case op::backward: return 'B';
-    case op::backward_input: return 'I';
-    case op::backward_weight: return 'W';
-    default: return '\0';
-    }
+    return is_compute(o) ? detail::text_of(o).letter : '\0';
 }
 
 /// Rank value of `event::peer` for events that do not talk to another rank.

@@ -50,6 +50,7 @@
 
 #include "../analysis/simulate_iteration.hpp"
 #include "../analysis/validate.hpp"
+#include "../action.hpp"
 #include "../analysis/validate_iteration.hpp"
 #include "../event.hpp"
 #include "../iteration.hpp"
@@ -127,7 +128,12 @@ namespace detail {
     return true;
 }
 
-[[nodiscard]] inline std::string action_name(std::uint32_t stage, std::string_view kind, std::uint32_t mb) {
+/// The node name of an action: PyTorch's text ("0F1", "2SEND_B3").
+[[nodiscard]] inline std::string node_name(std::uint32_t stage, op kind, std::uint32_t mb) {
+    return std::string{format_action(action{.stage = stage, .kind = kind, .microbatch = mb}).view()};
+}
+/// Recompute and loss have no PyTorch name: "0RECOMPUTE1", "7LOSS3" in the same form.
+[[nodiscard]] inline std::string node_name(std::uint32_t stage, std::string_view kind, std::uint32_t mb) {
     return std::to_string(stage) + std::string{kind} + std::to_string(mb);
 }
 
@@ -215,9 +221,9 @@ private:
     [[nodiscard]] bool pair(trace& t, const event& f, const event& b, std::string& error) {
         const std::uint32_t sf = stage(f);
         const std::uint32_t sb = stage(b);
-        const std::string name = "(" + action_name(sf, "F", f.microbatch) + ";" +
-                                 action_name(sb, b.kind == op::backward ? "B" : "I", b.microbatch) +
-                                 ")OVERLAP_F_B";
+        const std::string name{format_overlap(action{.stage = sf, .kind = op::forward, .microbatch = f.microbatch},
+                                              action{.stage = sb, .kind = b.kind, .microbatch = b.microbatch})
+                                   .view()};
         if (!compute(t, name, costs_.overlapped(f, sf, b, sb), error)) return false;
         producer_ = last_compute_;
         return true;
@@ -246,15 +252,14 @@ private:
         case op::backward:
         case op::backward_input:
         case op::backward_weight: {
-            const char letter[2] = {compute_letter(e.kind), '\0'};
-            if (!compute(t, action_name(s, letter, e.microbatch), costs_.duration(e, s), error)) return false;
+            if (!compute(t, node_name(s, e.kind, e.microbatch), costs_.duration(e, s), error)) return false;
             if (e.kind != op::backward_weight) producer_ = last_compute_;
             return true;
         }
         case op::recompute:
-            return compute(t, action_name(s, "RECOMPUTE", e.microbatch), costs_.duration(e, s), error, false);
+            return compute(t, node_name(s, "RECOMPUTE", e.microbatch), costs_.duration(e, s), error, false);
         case op::loss:
-            return compute(t, action_name(s, "LOSS", e.microbatch), costs_.duration(e, s), error, false);
+            return compute(t, node_name(s, "LOSS", e.microbatch), costs_.duration(e, s), error, false);
         case op::optimizer_step: {
             const bool norm_waits = o_.iteration.grad_norm && p_ > 1;
             if (!compute(t, "optimizer_step", costs_.duration(e, s), error, false)) return false;
@@ -267,7 +272,7 @@ private:
         case op::send_activation:
         case op::send_gradient: {
             const bool grad = e.kind == op::send_gradient;
-            node& n = start(t, action_name(s, grad ? "SEND_B" : "SEND_F", e.microbatch), node_type::comm_send);
+            node& n = start(t, node_name(s, e.kind, e.microbatch), node_type::comm_send);
             if (producer_ != none) n.data_deps.push_back(producer_);
             comm_attrs(n, global_, replica_ * p_ + e.peer, tag(s, e.microbatch, grad));
             return true;
@@ -275,7 +280,7 @@ private:
         case op::recv_activation:
         case op::recv_gradient: {
             const bool grad = e.kind == op::recv_gradient;
-            node& n = start(t, action_name(s, grad ? "RECV_B" : "RECV_F", e.microbatch), node_type::comm_recv);
+            node& n = start(t, node_name(s, e.kind, e.microbatch), node_type::comm_recv);
             chain(n);
             comm_attrs(n, replica_ * p_ + e.peer, global_, tag(grad ? s + 1 : s - 1, e.microbatch, grad));
             pending_recvs_.push_back(n.id);

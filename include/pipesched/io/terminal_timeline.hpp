@@ -68,19 +68,9 @@ struct terminal_options {
 /// The letter of an op in the terminal timeline; '\0' for p2p ops, which are not drawn, and
 /// '*' for any op without a letter of its own.
 [[nodiscard]] constexpr char timeline_letter(op o) noexcept {
-    switch (o) {
-    case op::forward: return 'F';
-    case op::backward: return 'B';
-    case op::backward_input: return 'I';
-    case op::backward_weight: return 'W';
-    case op::recompute: return 'R';
-    case op::loss: return 'L';
-    case op::grad_sync: return 'G';
-    case op::grad_norm: return 'N';
-    case op::optimizer_step: return 'O';
-    case op::param_gather: return 'P';
-    default: return is_p2p(o) ? '\0' : '*'; // '*': an op added after this list
-    }
+    if (is_p2p(o)) return '\0';
+    const char letter = static_cast<std::size_t>(o) < op_count ? detail::text_of(o).letter : '\0';
+    return letter != '\0' ? letter : '*'; // '*': an op without a letter of its own
 }
 
 namespace detail {
