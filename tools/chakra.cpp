@@ -144,8 +144,7 @@ int run_chakra(const parsed_args& args) {
     costs.recompute = c.recompute;
     costs.optimizer = c.optimizer;
 
-    return pipesched::with_schedule(req.id, req.options, [&](const auto& pol) -> int {
-        require_valid_shape(pol, req);
+    return with_requested_schedule(req, [&](const auto& pol) -> int {
         const pipesched::chakra::export_result traces = pipesched::chakra::export_traces(pol, costs, o);
         if (!traces)
             fail(traces.error);

@@ -20,12 +20,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/catalog.hpp>
 #include <pipesched/io/csv.hpp>
+#include <pipesched/policies/any_schedule.hpp>
 #include <pipesched/policy.hpp>
 #include <pipesched/shape.hpp>
 #include <pipesched/version.hpp>
@@ -243,6 +245,19 @@ void require_valid_shape(const P& pol, const schedule_request& req) {
         msg += " backward=split";
     msg += ")";
     fail(std::move(msg));
+}
+
+/// Builds the schedule `req` names, refuses a shape it rejects (require_valid_shape, which
+/// names policy-specific settings such as the group size), and calls f with the policy held
+/// in an any_schedule: f is compiled for the two placements instead of once per schedule, which
+/// is most of what the tool costs to build.
+template <class F>
+int with_requested_schedule(const schedule_request& req, F&& f) {
+    return pipesched::with_schedule(req.id, req.options, [&](const auto& pol) -> int {
+        require_valid_shape(pol, req);
+        using P = std::remove_cvref_t<decltype(pol)>;
+        return f(pipesched::any_schedule<P::layout>{pol});
+    });
 }
 
 /// The flags that choose a schedule (order, simulate): --schedule, --ranks, --microbatches,

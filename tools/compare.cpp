@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <pipesched/analysis/validate.hpp>
+#include <pipesched/policies/any_schedule.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -77,7 +78,7 @@ int run_compare(const parsed_args& args) {
     for (const pipesched::schedule_info& info : pipesched::schedules) {
         pipesched::schedule_options opt{};
         opt.shape = {p, m, info.multi_chunk ? v : 1u};
-        pipesched::with_schedule(info.id, opt, [&](const auto& pol) {
+        pipesched::with_any_schedule(info.id, opt, [&](const auto& pol) {
             std::array<std::string, 7> row{std::string{pipesched::display_name(info)}, number_text(opt.shape.chunks),
                                            "-", "-", "-", "-", ""};
             if (const pipesched::shape_check c = pol.check(); !c) {

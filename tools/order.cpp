@@ -28,8 +28,7 @@ template <pipesched::schedule_policy P> struct csv_line_sink {
 
 int run_order(const parsed_args& args) {
     const schedule_request req = read_schedule(args);
-    return pipesched::with_schedule(req.id, req.options, [&](const auto& pol) -> int {
-        require_valid_shape(pol, req);
+    return with_requested_schedule(req, [&](const auto& pol) -> int {
         output_buffer out{stdout};
         const pipesched::shape s = pol.shape;
         for (std::uint32_t r = 0; r < s.ranks && !out.failed(); ++r) {

@@ -168,9 +168,8 @@ int run_simulate(const parsed_args& args) {
             fail("missing required flag --" + std::string{flag} + " (or --csv FILE)" + args.see_help());
     }
     const schedule_request req = read_schedule(args);
-    return pipesched::with_schedule(req.id, req.options, [&](const auto& pol) -> int {
+    return with_requested_schedule(req, [&](const auto& pol) -> int {
         using policy = std::remove_cvref_t<decltype(pol)>;
-        require_valid_shape(pol, req);
         const std::string_view name = pipesched::display_name(pipesched::info(req.id));
         pipesched::cost_model model = cost_model_for(costs, pol.shape.chunks);
         model.fill_with_weight = args.get("fill-w").has_value();
@@ -214,7 +213,7 @@ int run_simulate(const parsed_args& args) {
         require_finite(sim);
         std::string s;
         if (format == "json") {
-            append_summary_json(s, {policy::name, {}, pol.shape.ranks, pol.shape.microbatches, pol.shape.chunks}, sim);
+            append_summary_json(s, {pol.policy_name(), {}, pol.shape.ranks, pol.shape.microbatches, pol.shape.chunks}, sim);
             s += '\n';
         } else {
             s = summary_text(title, records.records(), sim);

@@ -18,6 +18,7 @@
 #include "policies/zbv.hpp"
 #include "policies/dualpipe_v.hpp"
 #include "catalog.hpp"
+#include "policies/any_schedule.hpp"
 #include "analysis/validate.hpp"
 #include "analysis/simulate.hpp"
 #include "iteration.hpp"

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../catalog.hpp"
+#include "../policies/any_schedule.hpp"
 #include "autoschedule.hpp"
 #include "simulate.hpp"
 
@@ -49,7 +50,8 @@ inline std::vector<named_schedule_result> evaluate_named_schedules(const shape& 
         r.chunks = info.multi_chunk ? 2u : 1u;
         schedule_options options{};
         options.shape = {pr.p, pr.m, r.chunks};
-        with_schedule(info.id, options, [&](const auto& pol) {
+        // Behind any_schedule: simulate is compiled for the two placements, not per schedule.
+        with_any_schedule(info.id, options, [&](const auto& pol) {
             if (!pol.check()) return;
             using P = std::remove_cvref_t<decltype(pol)>;
             const double share = 1.0 / static_cast<double>(r.chunks);

@@ -1,8 +1,8 @@
 // pipesched: SimAI's order against a schedule chosen at run time (compare.hpp does the work).
 //
-// The dispatch over every catalogued schedule instantiates the iteration replay once per
-// schedule, which is most of what compiling a comparison costs; this overload is a template only
-// so that that happens where it is called, not in every file that includes this header.
+// The schedule is held as an any_schedule, so the iteration replay is compiled for the two
+// placements rather than once per catalogued schedule; this overload is still a template so that
+// even that happens where it is called, not in every file that includes this header.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "../catalog.hpp"
+#include "../policies/any_schedule.hpp"
 #include "compare.hpp"
 
 namespace pipesched::simai {
@@ -19,7 +20,7 @@ namespace pipesched::simai {
 template <class F> decltype(auto) with_workload_schedule(const workload& w, schedule_id id, F&& f) {
     schedule_options opts{};
     opts.shape = shape{std::max<std::uint32_t>(1, w.header.pp), std::max<std::uint32_t>(1, w.header.ga), 1};
-    return with_schedule(id, opts, [&](const auto& pol) { return f(pol, display_name(info(id))); });
+    return with_any_schedule(id, opts, [&](const auto& pol) { return f(pol, display_name(info(id))); });
 }
 
 /// SimAI's order against the catalogued `policy` (1F1B by default; with pp = 1 that is
