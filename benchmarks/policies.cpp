@@ -7,7 +7,7 @@
 //   BM_emit_vector  pipesched::emit(pol, sink) into a std::vector<event> (push + store)
 //   BM_cursor       for (event e : pipesched::events(pol, r)) into fold_sink (pull)
 //   BM_at           pol.at(r, i) for every i into fold_sink (closed-form random access)
-//   BM_validate     pipesched::validate(pol)
+//   BM_validate     pipesched::validate(pol) (for an iteration: the iteration rules)
 //   BM_simulate     pipesched::simulate(pol): validate + cost-model replay (for an iteration:
 //                   the iteration rules and the replay with communication streams)
 //
@@ -269,6 +269,8 @@ constexpr pipesched::shape small_multi{8, 32, 2};
     // the iteration's events, validated with the iteration rules and replayed with
     // communication streams.
     using iteration = pipesched::iteration<interleaved>;
+    add("BM_validate", "iteration_interleaved", iteration{interleaved{{32, 256, 2}}}, &bm_validate<iteration>);
+    add("BM_validate", "iteration_interleaved", iteration{interleaved{big_multi}}, &bm_validate<iteration>);
     add("BM_simulate", "iteration_interleaved", iteration{interleaved{{32, 256, 2}}}, &bm_simulate<iteration>);
     add("BM_simulate", "iteration_interleaved", iteration{interleaved{big_multi}}, &bm_simulate<iteration>);
     return true;

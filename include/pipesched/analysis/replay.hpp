@@ -48,6 +48,9 @@ inline constexpr std::uint32_t run_until_blocked = 0xFFFFFFFFu;
 ///   bool done(std::uint32_t rank) const;
 ///   step_result step(std::uint32_t rank, replay_engine& engine); // calls engine.wake(q);
 ///                                                                 // finished after the last
+/// or, instead of step(), a loop over steps that keeps the rank's state in local variables:
+///   step_result run_turn(std::uint32_t rank, std::uint32_t turn, replay_engine& engine);
+///   // at most `turn` steps (run_until_blocked: no limit); ran if the turn ended first
 /// and, for deadlock_verdict(), waited_on(rank) and blocked_at(rank).
 template <class Model, std::uint32_t Turn = run_until_blocked>
 class replay_engine {
@@ -66,14 +69,18 @@ public:
             queued_[r] = 0;
             running_ = r;
             // A queued rank has something left to run: wake() never queues a finished one.
-            std::uint32_t budget = Turn;
             step_result s = step_result::ran;
-            do {
-                if constexpr (round_robin) {
-                    if (budget-- == 0) break;
-                }
-                s = model_.step(r, *this);
-            } while (s == step_result::ran);
+            if constexpr (requires { model_.run_turn(r, Turn, *this); }) {
+                s = model_.run_turn(r, Turn, *this); // the model's own loop: state in registers
+            } else {
+                std::uint32_t budget = Turn;
+                do {
+                    if constexpr (round_robin) {
+                        if (budget-- == 0) break;
+                    }
+                    s = model_.step(r, *this);
+                } while (s == step_result::ran);
+            }
             running_ = none;
             if (s == step_result::failed) return false;
             if (s == step_result::ran) wake(r); // its turn is over (round robin)

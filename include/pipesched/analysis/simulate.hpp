@@ -29,14 +29,16 @@
 // peak_activations.
 //
 // Linear in the number of actions. Memory: the structure check (validate.hpp) holds one byte per
-// (stage, microbatch) and frees it before the replay; the replay holds O(p) state plus the end
-// times of results not yet consumed (detail::pending_times), which without a timeline sink is
+// (stage, microbatch) and frees it before the replay; the replay holds O(p) state, a ring of 64
+// end times per (stage, forward or backward result), and the end times of results not yet
+// consumed that do not fit there (detail::in_flight_results), which without a timeline sink are
 // bounded by turn-taking to about what is in flight between stages, O(ranks x chunks) for the
 // library's schedules. Durations must be finite and >= 0 (else invalid_cost) and times must stay
 // below the largest double (else time_overflow). constexpr: a scalar read off the result works
 // in static_assert.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -228,6 +230,7 @@ public:
         --size_;
     }
     [[nodiscard]] constexpr std::size_t peak() const noexcept { return peak_; }
+    [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
 
     static constexpr double missing = -1.0; // every stored time is >= 0
 
@@ -257,17 +260,145 @@ private:
     std::size_t peak_ = 0;
 };
 
+/// End times of the results in flight between stages, keyed by (stage, microbatch, kind).
+/// A stage's results are mostly read in about the order they were produced, a few at a time,
+/// so each (stage, forward or backward result) has a small direct-mapped ring indexed by the
+/// microbatch modulo its size: one compare finds or frees an entry, where the hash table
+/// costs a multiply, a probe loop and a backward shift. A result whose slot is taken (an order
+/// that runs far ahead of its consumer, or an explicit schedule in any order) and every
+/// input_gradient_done entry go to pending_times, so any order gives the same answers; only
+/// the speed depends on it. Memory: stages x 2 x ring slots (bounded by ranks x chunks, not
+/// by the microbatches) plus the overflow.
+class in_flight_results {
+public:
+    using kind = pending_times::kind;
+    static constexpr double missing = pending_times::missing;
+
+    static constexpr std::uint32_t default_ring_bits = 6; // 64 slots: two 64-action turns in flight
+
+    /// Rings of 2^ring_bits slots, fewer if the microbatches fit (0: one slot, nearly every
+    /// result in the overflow table; the tests compare the two).
+    constexpr void reset(std::uint32_t stages, std::uint32_t microbatches,
+                         std::uint32_t ring_bits = default_ring_bits) {
+        const std::uint32_t most = ring_bits < default_ring_bits ? ring_bits : default_ring_bits;
+        ring_bits_ = 0;
+        while (ring_bits_ < most && (std::uint32_t{1} << ring_bits_) < microbatches) ++ring_bits_;
+        ring_mask_ = (std::uint32_t{1} << ring_bits_) - 1;
+        const std::size_t slots = (std::size_t{stages} * 2) << ring_bits_;
+        tags_.assign(slots, empty);
+        times_.assign(slots, 0.0);
+    }
+    constexpr void insert(std::uint32_t stage, std::uint32_t mb, kind k, double t) {
+        if (k != pending_times::input_gradient_done) {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] == empty || tags_[i] == mb) {
+                if (tags_[i] == empty) {
+                    if (overflow_.size() != 0) overflow_.erase(pending_times::key(stage, mb, k)); // a key lives in one place
+                    ++in_rings_;
+                }
+                tags_[i] = mb;
+                times_[i] = t;
+                note_peak();
+                return;
+            }
+        }
+        overflow_.insert(pending_times::key(stage, mb, k), t);
+        note_peak();
+    }
+    [[nodiscard]] constexpr double find(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+        if (k != pending_times::input_gradient_done) {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] == mb) return times_[i];
+        }
+        return overflow_.find(pending_times::key(stage, mb, k));
+    }
+    constexpr void erase(std::uint32_t stage, std::uint32_t mb, kind k) noexcept {
+        if (k != pending_times::input_gradient_done) {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] == mb) {
+                tags_[i] = empty;
+                --in_rings_;
+                return;
+            }
+        }
+        overflow_.erase(pending_times::key(stage, mb, k));
+    }
+    /// Most results held at once.
+    [[nodiscard]] constexpr std::size_t peak() const noexcept { return peak_; }
+
+    /// The rings' layout as values, for a loop that keeps them in registers (through the
+    /// object, every store to a ring could alias them and forces a reload). Its find, insert
+    /// and erase are the ones above for the forward and backward results.
+    class rings {
+    public:
+        [[nodiscard]] constexpr double find(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+            const std::size_t i = slot(stage, mb, k);
+            return tags_[i] == mb ? times_[i] : owner_->overflow_.find(pending_times::key(stage, mb, k));
+        }
+        [[gnu::always_inline]] constexpr void insert(std::uint32_t stage, std::uint32_t mb, kind k, double t) const {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] != empty || owner_->overflow_.size() != 0) return owner_->insert(stage, mb, k, t);
+            tags_[i] = mb;
+            times_[i] = t;
+            ++owner_->in_rings_;
+            owner_->note_peak();
+        }
+        constexpr void erase(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] != mb) return owner_->erase(stage, mb, k);
+            tags_[i] = empty;
+            --owner_->in_rings_;
+        }
+
+    private:
+        friend class in_flight_results;
+        constexpr rings(in_flight_results& owner) noexcept
+            : owner_{&owner}, tags_{owner.tags_.data()}, times_{owner.times_.data()},
+              bits_{owner.ring_bits_}, mask_{owner.ring_mask_} {}
+        [[nodiscard]] constexpr std::size_t slot(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+            return ((std::size_t{stage} * 2 + static_cast<std::size_t>(k)) << bits_) | (mb & mask_);
+        }
+        in_flight_results* owner_;
+        std::uint32_t* tags_;
+        double* times_;
+        std::uint32_t bits_;
+        std::uint32_t mask_;
+    };
+    [[nodiscard]] constexpr rings view() noexcept { return rings{*this}; }
+
+private:
+    static constexpr std::uint32_t empty = 0xFFFFFFFFu; // no microbatch: they are < 0xFFFFFFFF
+
+    [[nodiscard]] constexpr std::size_t slot(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+        return ((std::size_t{stage} * 2 + static_cast<std::size_t>(k)) << ring_bits_) | (mb & ring_mask_);
+    }
+    constexpr void note_peak() noexcept {
+        const std::size_t held = in_rings_ + overflow_.size();
+        peak_ = held > peak_ ? held : peak_;
+    }
+
+    std::vector<std::uint32_t> tags_{};
+    std::vector<double> times_{};
+    std::uint32_t ring_bits_ = 0;
+    std::uint32_t ring_mask_ = 0;
+    std::size_t in_rings_ = 0;
+    std::size_t peak_ = 0;
+    pending_times overflow_{};
+};
+
 /// The cost-model replay. Memory: the structure check's table of one byte per (stage,
 /// microbatch), freed before the replay; then O(ranks) state plus the results in flight
-/// between stages (pending_times), which for the library's schedules is O(ranks x chunks).
+/// between stages (in_flight_results), which for the library's schedules is O(ranks x chunks).
 /// The ranks take turns of at most `turn` actions, round robin, so that no rank runs far
 /// ahead of its consumers and piles up results: the times do not depend on this order (each
 /// action starts at max(rank free, input ready)), only the memory does.
 template <class Source, class Sink>
 class simulator {
 public:
-    constexpr simulator(const Source& s, const cost_model& costs, Sink& sink)
-        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()} {}
+    /// ring_bits: size of the in-flight rings (in_flight_results; only the speed depends on it).
+    constexpr simulator(const Source& s, const cost_model& costs, Sink& sink,
+                        std::uint32_t ring_bits = in_flight_results::default_ring_bits)
+        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()}, ring_bits_{ring_bits} {}
 
     constexpr simulation run() {
         simulation out{};
@@ -333,36 +464,29 @@ private:
         return false;
     }
 
-    /// The result `a` needs from another stage (replay.hpp's rule), as a pending_times key;
-    /// false if none.
-    [[nodiscard]] constexpr bool dependency(const action& a, std::uint64_t& k,
-                                            std::uint32_t& producer_stage) const noexcept {
-        action input{};
-        if (!cross_stage_input(a, stages_, input)) return false;
-        producer_stage = input.stage;
-        k = pending_times::key(input.stage, input.microbatch,
-                               input.kind == op::forward ? pending_times::forward_result
-                                                         : pending_times::backward_result);
-        return true;
+    /// The result `a` needs from another stage (replay.hpp's rule); false if none.
+    [[nodiscard]] constexpr bool dependency(const action& a, action& input) const noexcept {
+        return cross_stage_input(a, stages_, input);
+    }
+    [[nodiscard]] static constexpr in_flight_results::kind result_kind(const action& input) noexcept {
+        return input.kind == op::forward ? pending_times::forward_result : pending_times::backward_result;
     }
 
     /// When the input of `a` is available on rank r; pending_times::missing if not produced yet.
     [[nodiscard]] constexpr double input_ready(const action& a, std::uint32_t r) noexcept {
-        std::uint64_t k = 0;
-        std::uint32_t producer = 0;
-        if (!dependency(a, k, producer)) return 0.0;
-        const double t = pending_.find(k);
+        action input{};
+        if (!dependency(a, input)) return 0.0;
+        const double t = pending_.find(input.stage, input.microbatch, result_kind(input));
         if (t == pending_times::missing) {
-            state_[r].waiting_stage = producer;
+            state_[r].waiting_stage = input.stage;
             return t;
         }
-        return owner_[producer] == r ? t : t + costs_.p2p_latency;
+        return owner_[input.stage] == r ? t : t + costs_.p2p_latency;
     }
     /// The input of `a` has been used: nobody else reads it.
     constexpr void consume_input(const action& a) noexcept {
-        std::uint64_t k = 0;
-        std::uint32_t producer = 0;
-        if (dependency(a, k, producer)) pending_.erase(k);
+        action input{};
+        if (dependency(a, input)) pending_.erase(input.stage, input.microbatch, result_kind(input));
     }
 
     /// Runs `a` from `start` for `duration`; `adds_busy` is false for the second action of a
@@ -386,17 +510,17 @@ private:
         sum.peak_activations = static_cast<std::uint32_t>(st.activations.peak);
         if (a.kind == op::forward) {
             if (a.stage + 1 < stages_) {
-                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::forward_result), end);
+                pending_.insert(a.stage, a.microbatch, pending_times::forward_result, end);
             }
         } else if (a.kind == op::backward || a.kind == op::backward_input) {
             if (a.stage > 0) {
-                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::backward_result), end);
+                pending_.insert(a.stage, a.microbatch, pending_times::backward_result, end);
             }
             if (a.kind == op::backward_input && costs_.fill_with_weight) {
-                pending_.insert(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done), end);
+                pending_.insert(a.stage, a.microbatch, pending_times::input_gradient_done, end);
             }
         } else if (costs_.fill_with_weight) {
-            pending_.erase(pending_times::key(a.stage, a.microbatch, pending_times::input_gradient_done));
+            pending_.erase(a.stage, a.microbatch, pending_times::input_gradient_done);
         }
         sink_.push(timed_action{r, index, a, start, end});
         return true;
@@ -416,8 +540,7 @@ private:
             }
             if (st.weights.done()) return true;
             const action w = st.weights.current();
-            if (pending_.find(pending_times::key(w.stage, w.microbatch, pending_times::input_gradient_done)) ==
-                pending_times::missing) {
+            if (pending_.find(w.stage, w.microbatch, pending_times::input_gradient_done) == pending_times::missing) {
                 return true; // its I has not run yet
             }
             if (!execute(out, r, st, st.weight_position, w, st.free_at, costs_.duration(w))) return false;
@@ -467,11 +590,136 @@ public:
         return st.next.done() ? step_result::finished : step_result::ran;
     }
 
+    /// step() in a loop, with the rank's state and its summary in local variables (what the
+    /// engine calls; replay.hpp). Every number is computed by the same operations in the same
+    /// order as step() and execute(), so the results are the same to the bit. fill_with_weight
+    /// (a W may run before the cursor reaches it) takes step() as it is.
+    template <class Engine>
+    constexpr step_result run_turn(std::uint32_t r, std::uint32_t budget, Engine& engine) {
+        if (costs_.fill_with_weight) {
+            step_result s = step_result::ran;
+            do {
+                if (budget-- == 0) return step_result::ran;
+                s = step(r, engine);
+            } while (s == step_result::ran);
+            return s;
+        }
+        rank_state& st = state_[r];
+        rank_summary& sum = out_->ranks[r];
+        cursor_t& c = st.next; // in place: a copy costs more than it saves (advance() is a call)
+        std::uint32_t position = st.position;
+        double free_at = st.free_at;
+        double memory = st.memory;
+        activation_counter activations = st.activations;
+        bool started = st.started;
+        double busy = sum.busy;
+        double first_start = sum.first_start;
+        double last_end = sum.last_end;
+        double peak_memory = sum.peak_memory;
+        const in_flight_results::rings in_flight = pending_.view();
+        const auto store = [&] {
+            st.position = position;
+            st.free_at = free_at;
+            st.memory = memory;
+            st.activations = activations;
+            st.started = started;
+            sum.busy = busy;
+            sum.first_start = first_start;
+            sum.last_end = last_end;
+            sum.peak_memory = peak_memory;
+            sum.peak_activations = static_cast<std::uint32_t>(activations.peak);
+        };
+        const auto load = [&] {
+            position = st.position;
+            free_at = st.free_at;
+            memory = st.memory;
+            activations = st.activations;
+            started = st.started;
+            busy = sum.busy;
+            first_start = sum.first_start;
+            last_end = sum.last_end;
+            peak_memory = sum.peak_memory;
+        };
+        for (;;) {
+            if (budget-- == 0) {
+                store();
+                return step_result::ran;
+            }
+            const action a = c.current();
+            if (a.kind == op::overlap_f_b || a.overlapped_with_next) {
+                store();
+                const step_result s = run_pair(*out_, r, engine);
+                if (s != step_result::ran) return s;
+                load();
+                continue;
+            }
+            // input_ready()
+            double ready = 0.0;
+            action input{};
+            const bool needs_input = cross_stage_input(a, stages_, input);
+            if (needs_input) {
+                const double t = in_flight.find(input.stage, input.microbatch, result_kind(input));
+                if (t == pending_times::missing) {
+                    st.waiting_stage = input.stage;
+                    store();
+                    return step_result::blocked;
+                }
+                ready = owner_[input.stage] == r ? t : t + costs_.p2p_latency;
+            }
+            const double start = ready > free_at ? ready : free_at;
+            // execute()
+            const double duration = uniform_ ? uniform_duration_[static_cast<std::size_t>(a.kind)] : costs_.duration(a);
+            if (!usable_cost(duration)) {
+                store();
+                fail(verdict_code::invalid_cost, r, position, a, duration);
+                return step_result::failed;
+            }
+            const double end = start + duration;
+            if (!finite_time(end)) {
+                store();
+                fail(verdict_code::time_overflow, r, position, a, start);
+                return step_result::failed;
+            }
+            free_at = end;
+            busy += end - start;
+            if (!started) {
+                first_start = start;
+                started = true;
+            }
+            last_end = end;
+            memory += uniform_ ? uniform_memory_[static_cast<std::size_t>(a.kind)] : costs_.memory_change(a);
+            if (memory > peak_memory) peak_memory = memory;
+            activations.add(a.kind);
+            if (a.kind == op::forward) {
+                if (a.stage + 1 < stages_) in_flight.insert(a.stage, a.microbatch, pending_times::forward_result, end);
+            } else if (a.kind == op::backward || a.kind == op::backward_input) {
+                if (a.stage > 0) in_flight.insert(a.stage, a.microbatch, pending_times::backward_result, end);
+            }
+            sink_.push(timed_action{r, position, a, start, end});
+            // consume_input(), wake_consumer()
+            if (needs_input) in_flight.erase(input.stage, input.microbatch, result_kind(input));
+            wake_consumer(a, r, engine);
+            c.advance();
+            ++position;
+            if (c.done()) {
+                store();
+                return step_result::finished;
+            }
+        }
+    }
+
 private:
     /// False if some rank never finishes (a deadlock) or a cost is unusable (failure_).
     constexpr bool replay(simulation& out) {
         const std::uint32_t p = src_.ranks();
         state_.assign(p, rank_state{});
+        pending_.reset(stages_, src_.microbatches(), ring_bits_);
+        uniform_ = costs_.per_stage.empty();
+        const stage_costs& u = costs_.uniform;
+        // cost_model::duration() and memory_change() of every compute op, for uniform costs.
+        uniform_duration_ = {u.forward, u.backward, u.backward_input, u.backward_weight};
+        uniform_memory_ = {u.activation_memory, -u.activation_memory,
+                           u.weight_memory - u.activation_memory, -u.weight_memory};
         for (std::uint32_t r = 0; r < p; ++r) {
             state_[r].next = src_.cursor(r);
             if (costs_.fill_with_weight) state_[r].weights = src_.cursor(r);
@@ -530,11 +778,15 @@ private:
     const cost_model& costs_;
     Sink& sink_;
     std::uint32_t stages_;
+    std::uint32_t ring_bits_;
     std::vector<std::uint32_t> owner_;
     std::vector<rank_state> state_;
     simulation* out_ = nullptr; ///< the result being filled, during replay()
-    pending_times pending_;
+    in_flight_results pending_;
     verdict failure_{};
+    bool uniform_ = true; ///< no per-stage costs: the two tables below hold them
+    std::array<double, 4> uniform_duration_{};
+    std::array<double, 4> uniform_memory_{};
 };
 
 } // namespace detail

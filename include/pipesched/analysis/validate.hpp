@@ -86,6 +86,16 @@ public:
     /// actions. The simulator runs this and does the replay itself, with times.
     constexpr bool structure_ok() { return !count_and_order() && !find_missing(); }
     [[nodiscard]] constexpr const verdict& result() const noexcept { return result_; }
+
+    // The same checks for a caller that walks the ranks itself (validate_iteration.hpp checks
+    // the compute projection in its own pass over the events): begin_rank(r), check_action()
+    // for each action of the rank in order (true on an error, result() says which), then
+    // rank_left_pair_open(); after every rank, units_missing(). Ranks in any order; the
+    // first error found may then differ from structure_ok()'s, whether there is one does not.
+    constexpr void begin_rank() noexcept { pair_state_ = pair_none; }
+    constexpr bool check_action(std::uint32_t r, std::uint32_t i, const action& a) { return check_one(r, i, a); }
+    [[nodiscard]] constexpr bool rank_left_pair_open() const noexcept { return pair_state_ != pair_none; }
+    constexpr bool units_missing() noexcept { return find_missing(); }
     /// Rank of every stage (valid after structure_ok()).
     [[nodiscard]] constexpr std::vector<std::uint32_t> take_owners() noexcept { return std::move(owner_); }
 

@@ -21,7 +21,10 @@
 //      pipeline ranks (Megatron reduces the norm over the model-parallel group) finishes;
 //      otherwise the verdict is a deadlock naming the cycle.
 // Linear in the number of events apart from the per-rank channel table, which holds one entry
-// per distinct peer (two in every schedule of this library).
+// per distinct peer (two in every schedule of this library). When everything passes, which is
+// the common case, steps 1 to 3 share one pass over the events and step 1's own replay is left
+// out (the iteration replay implies it; run_one_replay() says why); on any error the steps run
+// one after the other as listed, so the verdict is always the first error in this order.
 #pragma once
 
 #include <cstddef>
@@ -150,7 +153,11 @@ class iteration_validator {
 public:
     constexpr explicit iteration_validator(const Source& src)
         : src_{src}, dims_{src.shape()}, layout_{src.layout()}, stages_{src.shape().stages()},
-          units_(std::size_t{src.shape().stages()} * src.shape().microbatches) {}
+          units_(std::size_t{src.shape().stages()} * src.shape().microbatches) {
+        // owner() once per stage: locate_stage divides, and check_rank asks for every event.
+        stage_owner_.reserve(stages_);
+        for (std::uint32_t s = 0; s < stages_; ++s) stage_owner_.push_back(locate_stage(layout_, dims_.ranks, s).rank);
+    }
 
     /// The first error; an order with a fatal error (anything but the rule violations the
     /// iteration replay can still time: stale_update, grad_sync_before_backward, loss_misplaced,
@@ -158,6 +165,23 @@ public:
     /// replayed safely: every event of every rank has been checked (ranges, peers, matching
     /// sends and receives, no deadlock), not only those up to the first rule violation.
     constexpr verdict run(replay_choice deadlock_check = with_replay) {
+        if (deadlock_check == with_replay) {
+            if (run_one_replay()) return first_rule_violation_;
+            // Something failed: start over step by step, which reports the first error in the
+            // documented order (the compute replay's deadlock before the iteration rules).
+            units_.assign(units_.size(), unit_state{});
+            result_ = verdict{};
+            first_rule_violation_ = verdict{};
+            ranks_with_norm_ = 0;
+            check_same_rank_inputs_ = false;
+            same_rank_input_late_ = false;
+        }
+        return run_step_by_step(deadlock_check);
+    }
+
+    /// The steps one after the other, the compute projection replayed on its own (what run()
+    /// falls back to; the tests compare the two). Call on a fresh validator.
+    constexpr verdict run_step_by_step(replay_choice deadlock_check = with_replay) {
         result_ = validate_actions(compute_projection<Source>{src_});
         if (!result_) return result_;
         if (src_.ranks() != dims_.ranks) {
@@ -171,6 +195,36 @@ public:
         if (deadlock_check == with_replay) replay();
         if (!result_) return result_;
         return first_rule_violation_;
+    }
+
+    /// The common case in one replay, not two: the compute projection's structure check, the
+    /// per-rank rules, the send/receive matching and the iteration replay, without the compute
+    /// projection's own replay. That replay cannot fail when these pass and, in addition, every
+    /// compute action whose input comes from a stage on the same rank follows that input in
+    /// the rank's order (checked in check_rank): a cross-rank input is received before its
+    /// consumer (input_not_received), its send follows its producer (send_before_compute) and
+    /// the receive waited for that send in the iteration replay, so the order in which the
+    /// iteration replay ran the compute actions is one the compute replay accepts (an
+    /// overlapped pair's F can wait for its B: nothing reads the F before the pair's sends).
+    /// True with first_rule_violation_ as the answer; false if anything failed, and the caller
+    /// starts over.
+    /// The compute projection's structure check runs inside the same pass over the events.
+    constexpr bool run_one_replay() {
+        if (src_.ranks() != dims_.ranks) return false;
+        {
+            const compute_projection<Source> projection{src_};
+            validator<compute_projection<Source>> structure{projection};
+            structure_ = &structure;
+            check_same_rank_inputs_ = true;
+            bool failed = false;
+            for (std::uint32_t r = 0; r < src_.ranks() && !failed; ++r) failed = check_rank(r);
+            structure_ = nullptr;
+            check_same_rank_inputs_ = false;
+            if (failed || structure.units_missing()) return false;
+        }
+        if (same_rank_input_late_ || match_sends_and_receives()) return false;
+        replay();
+        return static_cast<bool>(result_);
     }
 
 private:
@@ -210,9 +264,7 @@ private:
     [[nodiscard]] constexpr std::uint32_t stage(const event& e) const noexcept {
         return stage_of(layout_, dims_.ranks, e.rank, e.chunk);
     }
-    [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t s) const noexcept {
-        return locate_stage(layout_, dims_.ranks, s).rank;
-    }
+    [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t s) const noexcept { return stage_owner_[s]; }
     [[nodiscard]] constexpr unit_state& unit(std::uint32_t s, std::uint32_t mb) noexcept {
         return units_[std::size_t{s} * dims_.microbatches + mb];
     }
@@ -252,11 +304,18 @@ private:
         std::uint32_t backward_total_left = v * m;
         std::vector<channel> channels;
         std::uint32_t pair_left = 0; // events of an overlapped pair still to come
+        bool joins_norm = false;
         std::uint32_t i = 0;
+        std::uint32_t compute_index = 0; // position in the compute projection
+        if (structure_ != nullptr) structure_->begin_rank();
         for (auto c = src_.cursor(r); !c.done(); c.advance(), ++i) {
             const event e = c.current();
             if (e.rank != r || e.chunk >= v || e.microbatch >= m) {
                 return fail(verdict_code::out_of_range, r, i, e);
+            }
+            if (structure_ != nullptr && (is_compute(e.kind) || e.kind == op::overlap_f_b) &&
+                structure_->check_action(r, compute_index++, action{stage(e), e.kind, e.microbatch})) {
+                return true; // run_one_replay() starts over: the verdict comes from there
             }
             if (pair_left > 0) {
                 if (!is_compute(e.kind)) return fail(verdict_code::malformed_overlap, r, i, e);
@@ -270,6 +329,10 @@ private:
                 if (s > 0 && owner(s - 1) != r && !(u.flags & got_activation)) {
                     return fail(verdict_code::input_not_received, r, i, e);
                 }
+                if (check_same_rank_inputs_ && s > 0 && owner(s - 1) == r &&
+                    !(unit(s - 1, e.microbatch).flags & seen_forward)) {
+                    same_rank_input_late_ = true;
+                }
                 u.flags |= seen_forward;
                 break;
             case op::backward:
@@ -277,7 +340,12 @@ private:
                 if (s + 1 < stages_ && owner(s + 1) != r && !(u.flags & got_gradient)) {
                     return fail(verdict_code::input_not_received, r, i, e);
                 }
-                if (s + 1 == stages_ && has_losses() && !(u.flags & seen_loss)) {
+                if (check_same_rank_inputs_ && s + 1 < stages_ && owner(s + 1) == r &&
+                    !(unit(s + 1, e.microbatch).flags & seen_backward)) {
+                    same_rank_input_late_ = true;
+                }
+                // has_losses() last: it walks the ranks the first time it is asked.
+                if (s + 1 == stages_ && !(u.flags & seen_loss) && has_losses()) {
                     soft_fail(verdict_code::loss_misplaced, r, i, e);
                 }
                 u.flags |= seen_backward;
@@ -348,6 +416,10 @@ private:
                 break;
             case op::grad_norm:
             case op::optimizer_step:
+                if (e.kind == op::grad_norm && !joins_norm) {
+                    joins_norm = true;
+                    ++ranks_with_norm_;
+                }
                 if (syncs != v || backward_total_left != 0) {
                     soft_fail(verdict_code::stale_update, r, i, e);
                 }
@@ -355,6 +427,7 @@ private:
             default: break; // param_gather, reshard, overlap_f_b: no rule of their own here
             }
         }
+        if (structure_ != nullptr && structure_->rank_left_pair_open()) return true;
         if (pair_left > 0) { // a marker too close to the end (also refused by step 1)
             const event marker{op::overlap_f_b, 0, static_cast<std::uint16_t>(r), 0, no_peer};
             return fail(verdict_code::malformed_overlap, r, i - 1, marker);
@@ -424,8 +497,9 @@ private:
     class replay_model {
     public:
         using cursor_t = decltype(std::declval<const Source&>().cursor(0u));
+        /// Runs after check_rank() has passed every rank, which counted the grad_norm ranks.
         constexpr explicit replay_model(iteration_validator& v)
-            : v_{v}, ranks_with_norm_{ranks_with_grad_norm(v.src_)} {
+            : v_{v}, ranks_with_norm_{v.ranks_with_norm_} {
             const std::uint32_t p = v.src_.ranks();
             cursors_.reserve(p);
             for (std::uint32_t r = 0; r < p; ++r) cursors_.push_back(v.src_.cursor(r));
@@ -505,10 +579,16 @@ private:
     placement layout_;
     std::uint32_t stages_;
     std::vector<unit_state> units_;
+    std::vector<std::uint32_t> stage_owner_{};
     verdict result_{};
     verdict first_rule_violation_{};
     bool losses_known_ = false;
     bool any_loss_ = false;
+    std::uint32_t ranks_with_norm_ = 0;     ///< ranks with a grad_norm (check_rank counts them)
+    bool check_same_rank_inputs_ = false;   ///< run_one_replay(): also the same-rank inputs
+    /// run_one_replay(): the compute projection's structure check, fed by check_rank()
+    validator<compute_projection<Source>>* structure_ = nullptr;
+    bool same_rank_input_late_ = false;     ///< one came after its consumer
 };
 
 } // namespace detail

@@ -1,0 +1,242 @@
+// The fast paths of the replays and what they fall back to give the same answers:
+//   - simulate(): results in flight sit in per-(stage, kind) rings, and in a hash table when
+//     a ring slot is taken (an order that runs ahead of its consumer, or any explicit order);
+//   - validate(iteration): one replay (the iteration replay) when everything passes, else the
+//     step-by-step checks with the compute projection's own replay.
+#include <doctest/doctest.h>
+
+#include <pipesched/pipesched.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace ps = pipesched;
+
+/// Every number of two simulations, bit for bit (== on doubles).
+bool identical(const ps::simulation& a, const ps::simulation& b) {
+    if (a.check.code != b.check.code || a.check.rank != b.check.rank || a.check.index != b.check.index ||
+        a.makespan != b.makespan || a.bubble_fraction != b.bubble_fraction || a.ranks.size() != b.ranks.size()) {
+        return false;
+    }
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+        const ps::rank_summary& x = a.ranks[r];
+        const ps::rank_summary& y = b.ranks[r];
+        if (x.busy != y.busy || x.idle != y.idle || x.peak_activations != y.peak_activations ||
+            x.peak_memory != y.peak_memory || x.first_start != y.first_start || x.last_end != y.last_end) {
+            return false;
+        }
+    }
+    return true;
+}
+
+struct recording_timeline {
+    std::vector<ps::timed_action> records;
+    void push(const ps::timed_action& t) { records.push_back(t); }
+};
+
+bool same_records(const std::vector<ps::timed_action>& a, const std::vector<ps::timed_action>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i].rank != b[i].rank || a[i].index != b[i].index || a[i].what != b[i].what ||
+            a[i].start != b[i].start || a[i].end != b[i].end) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/// A simulation with rings of 2^ring_bits slots, its peak of results held, and its timeline.
+struct ring_run {
+    ps::simulation out;
+    std::size_t peak = 0;
+    std::vector<ps::timed_action> timeline;
+};
+template <class Source>
+ring_run summary_with_rings(const Source& src, const ps::cost_model& costs, std::uint32_t ring_bits) {
+    ps::discard_timeline none;
+    ps::detail::simulator<Source, ps::discard_timeline> sim{src, costs, none, ring_bits};
+    ring_run run;
+    run.out = sim.run();
+    run.peak = sim.peak_pending();
+    return run;
+}
+template <class Source>
+ring_run timeline_with_rings(const Source& src, const ps::cost_model& costs, std::uint32_t ring_bits) {
+    recording_timeline sink;
+    ps::detail::simulator<Source, recording_timeline> sim{src, costs, sink, ring_bits};
+    ring_run run;
+    run.out = sim.run();
+    run.peak = sim.peak_pending();
+    run.timeline = std::move(sink.records);
+    return run;
+}
+
+std::vector<ps::cost_model> cost_models() {
+    std::vector<ps::cost_model> models(3);
+    models[1].uniform = {1.5, 2.5, 1.25, 0.75, -1.0, 3.0, 1.0};
+    models[1].p2p_latency = 0.25;
+    models[2].uniform = {1.0, 2.0, 1.0, 2.0, 2.5};
+    models[2].fill_with_weight = true;
+    return models;
+}
+
+} // namespace
+
+TEST_CASE("in-flight results: rings and the overflow table give the same numbers, for every policy") {
+    const std::vector<ps::cost_model> models = cost_models();
+    std::size_t compared = 0;
+    for (const ps::schedule_info& info : ps::schedules) {
+        for (const std::uint32_t p : {2u, 3u, 4u}) {
+            for (const std::uint32_t m : {3u, 8u, 70u}) { // 70: more microbatches than ring slots
+                for (const ps::backward_kind backward : {ps::backward_kind::full, ps::backward_kind::split}) {
+                    ps::schedule_options opt{};
+                    opt.shape = {p, m, info.multi_chunk ? 2u : 1u};
+                    opt.backward = backward;
+                    ps::with_schedule(info.id, opt, [&](const auto& pol) {
+                        if (!pol.check()) return;
+                        using source = ps::detail::policy_actions<std::remove_cvref_t<decltype(pol)>>;
+                        const source src{pol};
+                        for (const ps::cost_model& costs : models) {
+                            // ring_bits 0: one slot per (stage, kind), nearly everything overflows.
+                            const auto all_overflow = summary_with_rings(src, costs, 0);
+                            const auto rings = summary_with_rings(src, costs, ps::detail::in_flight_results::default_ring_bits);
+                            REQUIRE(rings.out);
+                            CHECK(identical(all_overflow.out, rings.out));
+                            CHECK(all_overflow.peak == rings.peak);
+                            CHECK(identical(rings.out, ps::simulate(pol, costs)));
+                            const auto t0 = timeline_with_rings(src, costs, 0);
+                            const auto t6 = timeline_with_rings(src, costs, ps::detail::in_flight_results::default_ring_bits);
+                            CHECK(identical(t0.out, rings.out));
+                            CHECK(identical(t6.out, rings.out));
+                            CHECK(same_records(t0.timeline, t6.timeline));
+                            ++compared;
+                        }
+                    });
+                }
+            }
+        }
+    }
+    CHECK(compared > 300);
+}
+
+TEST_CASE("in-flight results: an explicit order that reads its inputs in reverse, by hand") {
+    // Two ranks, two stages, m = 100. Rank 0 runs F0..F99 then B0..B99; rank 1 runs its F's
+    // and B's from microbatch 99 down to 0, so rank 1 waits for F99 while rank 0 has produced
+    // far more than a ring holds: most of stage 0's results go to the overflow table.
+    const std::uint32_t m = 100;
+    std::vector<std::vector<ps::action>> lists(2);
+    for (std::uint32_t mb = 0; mb < m; ++mb) lists[0].push_back({0, ps::op::forward, mb});
+    for (std::uint32_t mb = 0; mb < m; ++mb) lists[0].push_back({0, ps::op::backward, mb});
+    for (std::uint32_t mb = m; mb-- > 0;) lists[1].push_back({1, ps::op::forward, mb});
+    for (std::uint32_t mb = m; mb-- > 0;) lists[1].push_back({1, ps::op::backward, mb});
+    const ps::cost_model costs{}; // F = 1, B = 2
+    recording_timeline timeline;
+    const ps::simulation with_timeline = ps::simulate(std::span<const std::vector<ps::action>>{lists}, costs, timeline);
+    REQUIRE(with_timeline);
+    // Rank 0's F's end at 1..100; rank 1 starts F99 at 100 and runs its 100 F's to 200, then
+    // B99..B0 (2 each) to 400. Rank 0's B0 needs rank 1's B0 (ends 400): 400..402, and B1..B99
+    // follow back to back (their inputs ended earlier): 400 + 200 = 600.
+    CHECK(with_timeline.makespan == 600.0);
+    CHECK(with_timeline.ranks[0].busy == 300.0);
+    CHECK(with_timeline.ranks[1].first_start == 100.0);
+    CHECK(with_timeline.ranks[1].last_end == 400.0);
+    CHECK(with_timeline.ranks[0].peak_activations == 100);
+
+    const ps::detail::action_lists src{lists, 2, m};
+    for (const ps::cost_model& model : cost_models()) {
+        const auto rings = summary_with_rings(src, model, ps::detail::in_flight_results::default_ring_bits);
+        const auto all_overflow = summary_with_rings(src, model, 0);
+        const auto t6 = timeline_with_rings(src, model, ps::detail::in_flight_results::default_ring_bits);
+        const auto t0 = timeline_with_rings(src, model, 0);
+        REQUIRE(rings.out);
+        CHECK(identical(rings.out, all_overflow.out));
+        CHECK(identical(rings.out, t6.out));
+        CHECK(identical(rings.out, t0.out));
+        CHECK(rings.peak == all_overflow.peak);
+        CHECK(same_records(t0.timeline, t6.timeline));
+        CHECK(rings.peak >= 64); // rank 0 ran a whole turn ahead
+    }
+}
+
+namespace {
+
+template <class P>
+std::vector<std::vector<ps::event>> iteration_lists(const ps::iteration<P>& it) {
+    std::vector<std::vector<ps::event>> lists(it.shape.ranks);
+    for (std::uint32_t r = 0; r < it.shape.ranks; ++r) {
+        for (auto c = it.cursor(r); !c.done(); c.advance()) lists[r].push_back(c.current());
+    }
+    return lists;
+}
+
+/// validate_events() (one replay when it can) against the step-by-step reference.
+bool same_verdict(const std::vector<std::vector<ps::event>>& lists, ps::shape dims, ps::placement layout,
+                  std::string& what) {
+    const ps::verdict fast = ps::validate_events(lists, dims, layout);
+    const ps::event_lists src{lists, dims, layout};
+    const ps::verdict reference = ps::detail::iteration_validator<ps::event_lists>{src}.run_step_by_step();
+    what = ps::describe(fast) + " | " + ps::describe(reference);
+    return ps::describe(fast) == ps::describe(reference) && fast.code == reference.code &&
+           fast.rank == reference.rank && fast.index == reference.index && fast.subject == reference.subject &&
+           fast.other_rank == reference.other_rank && fast.cycle_length == reference.cycle_length;
+}
+
+} // namespace
+
+TEST_CASE("validate(iteration): one replay or the step-by-step checks, the same verdicts") {
+    std::size_t valid = 0;
+    std::size_t mutated = 0;
+    std::size_t invalid = 0;
+    for (const ps::schedule_info& info : ps::schedules) {
+        for (const std::uint32_t p : {2u, 3u}) {
+            for (const std::uint32_t m : {2u, 5u}) {
+                for (const ps::backward_kind backward : {ps::backward_kind::full, ps::backward_kind::split}) {
+                    ps::schedule_options opt{};
+                    opt.shape = {p, m, info.multi_chunk ? 2u : 1u};
+                    opt.backward = backward;
+                    ps::with_schedule(info.id, opt, [&](const auto& pol) {
+                        if (!pol.check()) return;
+                        using P = std::remove_cvref_t<decltype(pol)>;
+                        const ps::iteration<P> it{pol};
+                        // The library's iterations take the one-replay path (else they would be
+                        // as slow as before) and are valid.
+                        const ps::detail::policy_events<ps::iteration<P>> events{it};
+                        CHECK(ps::detail::iteration_validator<ps::detail::policy_events<ps::iteration<P>>>{events}.run_one_replay());
+                        CHECK(ps::validate(it));
+                        auto lists = iteration_lists(it);
+                        std::string what;
+                        CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
+                        ++valid;
+                        // Every swap of two neighbouring events and every deletion of one: the
+                        // same verdict (deadlocks, stale updates, misplaced sends...) both ways.
+                        for (std::size_t r = 0; r < lists.size(); ++r) {
+                            for (std::size_t i = 0; i + 1 < lists[r].size(); ++i) {
+                                std::swap(lists[r][i], lists[r][i + 1]);
+                                const bool same = same_verdict(lists, pol.shape, P::layout, what);
+                                CHECK_MESSAGE(same, what);
+                                invalid += !ps::validate_events(lists, pol.shape, P::layout);
+                                std::swap(lists[r][i], lists[r][i + 1]);
+                                ++mutated;
+                            }
+                            for (std::size_t i = 0; i < lists[r].size(); ++i) {
+                                const ps::event removed = lists[r][i];
+                                lists[r].erase(lists[r].begin() + static_cast<std::ptrdiff_t>(i));
+                                CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
+                                lists[r].insert(lists[r].begin() + static_cast<std::ptrdiff_t>(i), removed);
+                                ++mutated;
+                            }
+                        }
+                    });
+                }
+            }
+        }
+    }
+    CHECK(valid > 40);
+    CHECK(mutated > 5000);
+    CHECK(invalid > 1000); // the swaps reach the failure paths, not only valid orders
+}
