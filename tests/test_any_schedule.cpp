@@ -34,20 +34,6 @@ std::vector<std::vector<ps::event>> all_events(const P& pol) {
     return out;
 }
 
-bool same(const ps::simulation& a, const ps::simulation& b) {
-    if (a.check != b.check || a.makespan != b.makespan || a.bubble_fraction != b.bubble_fraction) return false;
-    if (a.ranks.size() != b.ranks.size()) return false;
-    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-        const ps::rank_summary& x = a.ranks[r];
-        const ps::rank_summary& y = b.ranks[r];
-        if (x.busy != y.busy || x.idle != y.idle || x.peak_activations != y.peak_activations ||
-            x.peak_memory != y.peak_memory || x.first_start != y.first_start || x.last_end != y.last_end) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /// The analysis of an any_schedule against the same events held as an explicit_schedule (the
 /// concrete policy's analysis equals its materialised form's: test_autoschedule.cpp). Not a
 /// template over the policy, so the analysis is compiled per placement only.
@@ -56,7 +42,7 @@ void check_same_analysis(const ps::any_schedule<L>& any, const ps::explicit_sche
     CHECK(ps::validate(any) == ps::validate(list));
     CHECK(ps::write_csv(any) == ps::write_csv(list));
     const ps::cost_model costs{};
-    CHECK(same(ps::simulate(any, costs), ps::simulate(list, costs)));
+    CHECK(pipesched_test::identical(ps::simulate(any, costs), ps::simulate(list, costs)));
     const ps::iteration it_any{any};
     const ps::iteration it_list{list};
     CHECK(all_events(it_any) == all_events(it_list));

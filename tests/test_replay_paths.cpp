@@ -3,6 +3,8 @@
 //     a ring slot is taken (an order that runs ahead of its consumer, or any explicit order);
 //   - validate(iteration): one replay (the iteration replay) when everything passes, else the
 //     step-by-step checks with the compute projection's own replay.
+#include "test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <pipesched/pipesched.hpp>
@@ -16,28 +18,9 @@
 namespace {
 
 namespace ps = pipesched;
-
-/// Every number of two simulations, bit for bit (== on doubles).
-bool identical(const ps::simulation& a, const ps::simulation& b) {
-    if (a.check.code != b.check.code || a.check.rank != b.check.rank || a.check.index != b.check.index ||
-        a.makespan != b.makespan || a.bubble_fraction != b.bubble_fraction || a.ranks.size() != b.ranks.size()) {
-        return false;
-    }
-    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-        const ps::rank_summary& x = a.ranks[r];
-        const ps::rank_summary& y = b.ranks[r];
-        if (x.busy != y.busy || x.idle != y.idle || x.peak_activations != y.peak_activations ||
-            x.peak_memory != y.peak_memory || x.first_start != y.first_start || x.last_end != y.last_end) {
-            return false;
-        }
-    }
-    return true;
-}
-
-struct recording_timeline {
-    std::vector<ps::timed_action> records;
-    void push(const ps::timed_action& t) { records.push_back(t); }
-};
+using pipesched_test::for_each_accepted_schedule;
+using pipesched_test::identical;
+using pipesched_test::recording_timeline;
 
 bool same_records(const std::vector<ps::timed_action>& a, const std::vector<ps::timed_action>& b) {
     if (a.size() != b.size()) return false;
@@ -90,37 +73,26 @@ std::vector<ps::cost_model> cost_models() {
 TEST_CASE("in-flight results: rings and the overflow table give the same numbers, for every policy") {
     const std::vector<ps::cost_model> models = cost_models();
     std::size_t compared = 0;
-    for (const ps::schedule_info& info : ps::schedules) {
-        for (const std::uint32_t p : {2u, 3u, 4u}) {
-            for (const std::uint32_t m : {3u, 8u, 70u}) { // 70: more microbatches than ring slots
-                for (const ps::backward_kind backward : {ps::backward_kind::full, ps::backward_kind::split}) {
-                    ps::schedule_options opt{};
-                    opt.shape = {p, m, info.multi_chunk ? 2u : 1u};
-                    opt.backward = backward;
-                    ps::with_schedule(info.id, opt, [&](const auto& pol) {
-                        if (!pol.check()) return;
-                        using source = ps::detail::policy_actions<std::remove_cvref_t<decltype(pol)>>;
-                        const source src{pol};
-                        for (const ps::cost_model& costs : models) {
-                            // ring_bits 0: one slot per (stage, kind), nearly everything overflows.
-                            const auto all_overflow = summary_with_rings(src, costs, 0);
-                            const auto rings = summary_with_rings(src, costs, ps::detail::in_flight_results::default_ring_bits);
-                            REQUIRE(rings.out);
-                            CHECK(identical(all_overflow.out, rings.out));
-                            CHECK(all_overflow.peak == rings.peak);
-                            CHECK(identical(rings.out, ps::simulate(pol, costs)));
-                            const auto t0 = timeline_with_rings(src, costs, 0);
-                            const auto t6 = timeline_with_rings(src, costs, ps::detail::in_flight_results::default_ring_bits);
-                            CHECK(identical(t0.out, rings.out));
-                            CHECK(identical(t6.out, rings.out));
-                            CHECK(same_records(t0.timeline, t6.timeline));
-                            ++compared;
-                        }
-                    });
-                }
-            }
+    // m = 70: more microbatches than ring slots.
+    for_each_accepted_schedule({2u, 3u, 4u}, {3u, 8u, 70u}, [&](const auto& pol) {
+        using source = ps::detail::policy_actions<std::remove_cvref_t<decltype(pol)>>;
+        const source src{pol};
+        for (const ps::cost_model& costs : models) {
+            // ring_bits 0: one slot per (stage, kind), nearly everything overflows.
+            const auto all_overflow = summary_with_rings(src, costs, 0);
+            const auto rings = summary_with_rings(src, costs, ps::detail::in_flight_results::default_ring_bits);
+            REQUIRE(rings.out);
+            CHECK(identical(all_overflow.out, rings.out));
+            CHECK(all_overflow.peak == rings.peak);
+            CHECK(identical(rings.out, ps::simulate(pol, costs)));
+            const auto t0 = timeline_with_rings(src, costs, 0);
+            const auto t6 = timeline_with_rings(src, costs, ps::detail::in_flight_results::default_ring_bits);
+            CHECK(identical(t0.out, rings.out));
+            CHECK(identical(t6.out, rings.out));
+            CHECK(same_records(t0.timeline, t6.timeline));
+            ++compared;
         }
-    }
+    });
     CHECK(compared > 300);
 }
 
@@ -192,50 +164,38 @@ TEST_CASE("validate(iteration): one replay or the step-by-step checks, the same 
     std::size_t valid = 0;
     std::size_t mutated = 0;
     std::size_t invalid = 0;
-    for (const ps::schedule_info& info : ps::schedules) {
-        for (const std::uint32_t p : {2u, 3u}) {
-            for (const std::uint32_t m : {2u, 5u}) {
-                for (const ps::backward_kind backward : {ps::backward_kind::full, ps::backward_kind::split}) {
-                    ps::schedule_options opt{};
-                    opt.shape = {p, m, info.multi_chunk ? 2u : 1u};
-                    opt.backward = backward;
-                    ps::with_schedule(info.id, opt, [&](const auto& pol) {
-                        if (!pol.check()) return;
-                        using P = std::remove_cvref_t<decltype(pol)>;
-                        const ps::iteration<P> it{pol};
-                        // The library's iterations take the one-replay path (else they would be
-                        // as slow as before) and are valid.
-                        const ps::detail::policy_events<ps::iteration<P>> events{it};
-                        CHECK(ps::detail::iteration_validator<ps::detail::policy_events<ps::iteration<P>>>{events}.run_one_replay());
-                        CHECK(ps::validate(it));
-                        auto lists = iteration_lists(it);
-                        std::string what;
-                        CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
-                        ++valid;
-                        // Every swap of two neighbouring events and every deletion of one: the
-                        // same verdict (deadlocks, stale updates, misplaced sends...) both ways.
-                        for (std::size_t r = 0; r < lists.size(); ++r) {
-                            for (std::size_t i = 0; i + 1 < lists[r].size(); ++i) {
-                                std::swap(lists[r][i], lists[r][i + 1]);
-                                const bool same = same_verdict(lists, pol.shape, P::layout, what);
-                                CHECK_MESSAGE(same, what);
-                                invalid += !ps::validate_events(lists, pol.shape, P::layout);
-                                std::swap(lists[r][i], lists[r][i + 1]);
-                                ++mutated;
-                            }
-                            for (std::size_t i = 0; i < lists[r].size(); ++i) {
-                                const ps::event removed = lists[r][i];
-                                lists[r].erase(lists[r].begin() + static_cast<std::ptrdiff_t>(i));
-                                CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
-                                lists[r].insert(lists[r].begin() + static_cast<std::ptrdiff_t>(i), removed);
-                                ++mutated;
-                            }
-                        }
-                    });
-                }
+    for_each_accepted_schedule({2u, 3u}, {2u, 5u}, [&](const auto& pol) {
+        using P = std::remove_cvref_t<decltype(pol)>;
+        const ps::iteration<P> it{pol};
+        // The library's iterations take the one-replay path (else they would be
+        // as slow as before) and are valid.
+        const ps::detail::policy_events<ps::iteration<P>> events{it};
+        CHECK(ps::detail::iteration_validator<ps::detail::policy_events<ps::iteration<P>>>{events}.run_one_replay());
+        CHECK(ps::validate(it));
+        auto lists = iteration_lists(it);
+        std::string what;
+        CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
+        ++valid;
+        // Every swap of two neighbouring events and every deletion of one: the
+        // same verdict (deadlocks, stale updates, misplaced sends...) both ways.
+        for (std::size_t r = 0; r < lists.size(); ++r) {
+            for (std::size_t i = 0; i + 1 < lists[r].size(); ++i) {
+                std::swap(lists[r][i], lists[r][i + 1]);
+                const bool same = same_verdict(lists, pol.shape, P::layout, what);
+                CHECK_MESSAGE(same, what);
+                invalid += !ps::validate_events(lists, pol.shape, P::layout);
+                std::swap(lists[r][i], lists[r][i + 1]);
+                ++mutated;
+            }
+            for (std::size_t i = 0; i < lists[r].size(); ++i) {
+                const ps::event removed = lists[r][i];
+                lists[r].erase(lists[r].begin() + static_cast<std::ptrdiff_t>(i));
+                CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
+                lists[r].insert(lists[r].begin() + static_cast<std::ptrdiff_t>(i), removed);
+                ++mutated;
             }
         }
-    }
+    });
     CHECK(valid > 40);
     CHECK(mutated > 5000);
     CHECK(invalid > 1000); // the swaps reach the failure paths, not only valid orders

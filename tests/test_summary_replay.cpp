@@ -1,5 +1,7 @@
 // The summary replay (simulate without a timeline, issue 13): the same numbers as the replay
 // that feeds a timeline, in memory that follows the tensors in flight, not the schedule.
+#include "test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <pipesched/pipesched.hpp>
@@ -11,27 +13,9 @@
 namespace {
 
 namespace ps = pipesched;
-
-struct recording_timeline {
-    std::vector<ps::timed_action> records;
-    void push(const ps::timed_action& t) { records.push_back(t); }
-};
-
-bool same(const ps::simulation& a, const ps::simulation& b) {
-    if (a.check.code != b.check.code || a.makespan != b.makespan || a.bubble_fraction != b.bubble_fraction ||
-        a.ranks.size() != b.ranks.size()) {
-        return false;
-    }
-    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-        const ps::rank_summary& x = a.ranks[r];
-        const ps::rank_summary& y = b.ranks[r];
-        if (x.busy != y.busy || x.idle != y.idle || x.peak_activations != y.peak_activations ||
-            x.first_start != y.first_start || x.last_end != y.last_end) {
-            return false;
-        }
-    }
-    return true;
-}
+using pipesched_test::for_each_accepted_schedule;
+using pipesched_test::identical;
+using pipesched_test::recording_timeline;
 
 /// Results held at once by the summary replay of `pol`.
 template <ps::schedule_policy P>
@@ -53,35 +37,23 @@ TEST_CASE("summary replay: the same numbers as the timeline replay, for every po
     models[2].uniform = {1.0, 2.0, 1.0, 2.0, 2.5};
     models[2].fill_with_weight = true;
     std::size_t compared = 0;
-    for (const ps::schedule_info& info : ps::schedules) {
-        for (const std::uint32_t p : {1u, 2u, 3u, 4u, 8u}) {
-            for (const std::uint32_t m : {1u, 2u, 5u, 8u, 16u, 33u}) {
-                for (const ps::backward_kind backward : {ps::backward_kind::full, ps::backward_kind::split}) {
-                    ps::schedule_options opt{};
-                    opt.shape = {p, m, info.multi_chunk ? 2u : 1u};
-                    opt.backward = backward;
-                    ps::with_schedule(info.id, opt, [&](const auto& pol) {
-                        if (!pol.check()) return;
-                        for (const ps::cost_model& costs : models) {
-                            recording_timeline timeline;
-                            const ps::simulation with_timeline = ps::simulate(pol, costs, timeline);
-                            const ps::simulation summary = ps::simulate(pol, costs);
-                            CHECK(with_timeline);
-                            CHECK(same(summary, with_timeline));
-                            CHECK(timeline.records.size() == ps::event_count(pol) - [&] {
-                                std::size_t markers = 0;
-                                for (std::uint32_t r = 0; r < p; ++r) {
-                                    for (const ps::event e : ps::events(pol, r)) markers += e.kind == ps::op::overlap_f_b;
-                                }
-                                return markers;
-                            }());
-                            ++compared;
-                        }
-                    });
+    for_each_accepted_schedule({1u, 2u, 3u, 4u, 8u}, {1u, 2u, 5u, 8u, 16u, 33u}, [&](const auto& pol) {
+        for (const ps::cost_model& costs : models) {
+            recording_timeline timeline;
+            const ps::simulation with_timeline = ps::simulate(pol, costs, timeline);
+            const ps::simulation summary = ps::simulate(pol, costs);
+            CHECK(with_timeline);
+            CHECK(identical(summary, with_timeline));
+            CHECK(timeline.records.size() == ps::event_count(pol) - [&] {
+                std::size_t markers = 0;
+                for (std::uint32_t r = 0; r < pol.shape.ranks; ++r) {
+                    for (const ps::event e : ps::events(pol, r)) markers += e.kind == ps::op::overlap_f_b;
                 }
-            }
+                return markers;
+            }());
+            ++compared;
         }
-    }
+    });
     CHECK(compared > 500);
 }
 

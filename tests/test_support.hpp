@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <initializer_list>
 #include <map>
 #include <utility>
 #include <vector>
@@ -171,6 +172,50 @@ inline std::vector<std::vector<ps::event>> simai_user_order() {
     return {{at(ps::op::forward, 0), at(ps::op::forward, 1), at(ps::op::loss, 0), at(ps::op::loss, 1),
              at(ps::op::optimizer_step, 0), at(ps::op::backward, 1), at(ps::op::backward, 0),
              at(ps::op::grad_sync, 0)}};
+}
+
+/// Every number of two simulations, bit for bit (== on doubles), and the same verdict.
+inline bool identical(const ps::simulation& a, const ps::simulation& b) {
+    if (a.check != b.check || a.makespan != b.makespan || a.bubble_fraction != b.bubble_fraction ||
+        a.ranks.size() != b.ranks.size()) {
+        return false;
+    }
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+        const ps::rank_summary& x = a.ranks[r];
+        const ps::rank_summary& y = b.ranks[r];
+        if (x.busy != y.busy || x.idle != y.idle || x.peak_activations != y.peak_activations ||
+            x.peak_memory != y.peak_memory || x.first_start != y.first_start || x.last_end != y.last_end) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/// A timeline sink that keeps every record.
+struct recording_timeline {
+    std::vector<ps::timed_action> records;
+    void push(const ps::timed_action& t) { records.push_back(t); }
+};
+
+/// Calls f(policy) for every catalogued schedule, both backward kinds, every p in `ranks` and m
+/// in `microbatches` (two chunks for the multi-chunk schedules) whose shape the schedule accepts.
+template <class F>
+void for_each_accepted_schedule(std::initializer_list<std::uint32_t> ranks,
+                                std::initializer_list<std::uint32_t> microbatches, F&& f) {
+    for (const ps::schedule_info& info : ps::schedules) {
+        for (const std::uint32_t p : ranks) {
+            for (const std::uint32_t m : microbatches) {
+                for (const ps::backward_kind backward : {ps::backward_kind::full, ps::backward_kind::split}) {
+                    ps::schedule_options opt{};
+                    opt.shape = {.ranks = p, .microbatches = m, .chunks = info.multi_chunk ? 2u : 1u};
+                    opt.backward = backward;
+                    ps::with_schedule(info.id, opt, [&](const auto& pol) {
+                        if (pol.check()) f(pol);
+                    });
+                }
+            }
+        }
+    }
 }
 
 } // namespace pipesched_test
