@@ -425,6 +425,31 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
     return out;
 }
 
+/// One stage's order as a builder writes it: the letters so far, how many of each, and the
+/// memory they hold (F adds M_B, I releases M_B - M_W, W releases M_W).
+struct stage_order_builder {
+    stage_order_builder(const problem& problem_, std::uint32_t stage_, double cap_, std::vector<kind>& seq_)
+        : pr{problem_}, s{stage_}, cap{cap_}, seq{seq_} {
+        seq.reserve(3 * std::size_t{pr.m});
+    }
+    void run(kind k) {
+        memory += pr.memory_change(s, k);
+        seq.push_back(k);
+        nf += k == kind::f;
+        ni += k == kind::i;
+        nw += k == kind::w;
+    }
+    /// Whether `k` can run next within the stage's memory limit.
+    [[nodiscard]] bool fits(kind k) const noexcept { return within(memory + pr.memory_change(s, k), cap); }
+
+    const problem& pr;
+    std::uint32_t s;
+    double cap;
+    std::vector<kind>& seq;
+    std::uint32_t nf = 0, ni = 0, nw = 0;
+    double memory = 0.0;
+};
+
 /// 1F1B under a memory cap: stage s keeps at most w_s + 1 forwards ahead of its I's, with
 /// w_s = min(p-1-s, cap_s / M_B - 1), and runs a W as soon as more than `deferred(s)` are
 /// pending or memory needs one. Below p activations the published greedy loses its rhythm;
@@ -437,28 +462,20 @@ order capped_one_f_one_b(const problem& pr, const std::vector<double>& cap, Defe
         const double fits = per_f > 0.0 ? std::floor(cap[s] / per_f + 1e-9) : static_cast<double>(pr.m);
         const auto in_flight = static_cast<std::uint32_t>(std::clamp(fits, 1.0, static_cast<double>(pr.p - s)));
         const std::uint32_t pending_w = deferred(s);
-        std::uint32_t nf = 0, ni = 0, nw = 0;
-        double memory = 0.0;
-        std::vector<kind>& seq = out[s];
-        seq.reserve(3 * std::size_t{pr.m});
-        const auto run = [&](kind k) {
-            memory += pr.memory_change(s, k);
-            seq.push_back(k);
-            nf += k == kind::f;
-            ni += k == kind::i;
-            nw += k == kind::w;
-        };
+        stage_order_builder o{pr, s, cap[s], out[s]};
+        std::uint32_t &nf = o.nf, &ni = o.ni, &nw = o.nw;
+        const auto run = [&o](kind k) { o.run(k); };
         while (nw < pr.m) {
             if (nf < pr.m && nf - ni < in_flight) {
-                while (!within(memory + pr.memory_change(s, kind::f), cap[s]) && nw < ni) run(kind::w);
-                if (within(memory + pr.memory_change(s, kind::f), cap[s])) {
+                while (!o.fits(kind::f) && nw < ni) run(kind::w);
+                if (o.fits(kind::f)) {
                     run(kind::f);
                     continue;
                 }
             }
             if (ni < nf) {
-                while (!within(memory + pr.memory_change(s, kind::i), cap[s]) && nw < ni) run(kind::w);
-                if (!within(memory + pr.memory_change(s, kind::i), cap[s])) return {};
+                while (!o.fits(kind::i) && nw < ni) run(kind::w);
+                if (!o.fits(kind::i)) return {};
                 run(kind::i);
                 while (ni - nw > pending_w) run(kind::w);
                 continue;
@@ -574,20 +591,12 @@ inline order templated(const problem& pr, const std::vector<double>& cap, const 
     order out(pr.p);
     for (std::uint32_t s = 0; s < pr.p; ++s) {
         const stage_template& t = tp[s];
-        std::vector<kind>& seq = out[s];
-        seq.reserve(3 * std::size_t{pr.m});
-        std::uint32_t nf = 0, ni = 0, nw = 0;
-        double memory = 0.0;
-        const auto run = [&](kind k) {
-            memory += pr.memory_change(s, k);
-            seq.push_back(k);
-            nf += k == kind::f;
-            ni += k == kind::i;
-            nw += k == kind::w;
-        };
+        stage_order_builder o{pr, s, cap[s], out[s]};
+        std::uint32_t &nf = o.nf, &ni = o.ni, &nw = o.nw;
+        const auto run = [&o](kind k) { o.run(k); };
         // W's until `k` fits; false if it cannot.
         const auto room = [&](kind k) {
-            while (!within(memory + pr.memory_change(s, k), cap[s])) {
+            while (!o.fits(k)) {
                 if (nw >= ni) return false;
                 run(kind::w);
             }
@@ -597,7 +606,7 @@ inline order templated(const problem& pr, const std::vector<double>& cap, const 
             while (ni - nw > t.deferred) run(kind::w);
         };
         // Before the first I no W can free memory: the warm-up stops where memory is full.
-        while (nf < pr.m && nf < t.warmup && within(memory + pr.memory_change(s, kind::f), cap[s])) run(kind::f);
+        while (nf < pr.m && nf < t.warmup && o.fits(kind::f)) run(kind::f);
         while (ni < pr.m) {
             if (ni >= nf) { // warm-up cut short by memory: one F before its I
                 if (!room(kind::f)) return {};
