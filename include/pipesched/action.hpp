@@ -41,7 +41,7 @@ struct action {
 /// PyTorch's name of an op in action text ("F", "SEND_F", "UNSHARD", ...); empty for the ops
 /// PyTorch does not write (recompute, loss, grad_norm, optimizer_step).
 [[nodiscard]] constexpr std::string_view action_name(op o) noexcept {
-    return static_cast<std::size_t>(o) < op_count ? detail::text_of(o).pytorch : std::string_view{};
+    return detail::text_of(o).pytorch;
 }
 
 /// Whether the text of an op ends with a microbatch number: compute and point-to-point ops.
@@ -139,8 +139,8 @@ namespace detail {
     return op::forward;
 }
 
-/// Matches a communication name at `pos` (no name is a prefix of another). On success advances `pos` past it; otherwise `pos`
-/// is left at the first character no name can continue with.
+/// Matches a communication name at `pos` (no name is a prefix of another). On success advances
+/// `pos` past it; otherwise `pos` is left at the first character no name can continue with.
 [[nodiscard]] constexpr bool match_comm_name(std::string_view text, std::size_t& pos,
                                              op& out) noexcept {
     std::size_t longest = 0;

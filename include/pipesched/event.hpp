@@ -70,17 +70,18 @@ static_assert([] {
     return true;
 }(), "op_texts has one row per op, in the enum's order");
 
+/// The row of a value outside the enum: named "?", with no PyTorch name and no letter.
+inline constexpr op_text unknown_op_text{op::forward, "?", "", '\0'};
+
 [[nodiscard]] constexpr const op_text& text_of(op o) noexcept {
     const auto i = static_cast<std::size_t>(o);
-    return op_texts[i < op_count ? i : 0];
+    return i < op_count ? op_texts[i] : unknown_op_text;
 }
 } // namespace detail
 
 /// Snake-case name of an op, as used in JSON output and diagnostics ("?" for a value outside
 /// the enum).
-[[nodiscard]] constexpr std::string_view to_string(op o) noexcept {
-    return static_cast<std::size_t>(o) < op_count ? detail::text_of(o).name : "?";
-}
+[[nodiscard]] constexpr std::string_view to_string(op o) noexcept { return detail::text_of(o).name; }
 
 /// Inverse of to_string(op); false when the name is unknown.
 [[nodiscard]] constexpr bool op_from_string(std::string_view name, op& out) noexcept {

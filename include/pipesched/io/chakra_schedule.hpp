@@ -48,9 +48,9 @@
 #include <utility>
 #include <vector>
 
+#include "../action.hpp"
 #include "../analysis/simulate_iteration.hpp"
 #include "../analysis/validate.hpp"
-#include "../action.hpp"
 #include "../analysis/validate_iteration.hpp"
 #include "../event.hpp"
 #include "../iteration.hpp"

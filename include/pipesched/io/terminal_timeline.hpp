@@ -69,7 +69,7 @@ struct terminal_options {
 /// '*' for any op without a letter of its own.
 [[nodiscard]] constexpr char timeline_letter(op o) noexcept {
     if (is_p2p(o)) return '\0';
-    const char letter = static_cast<std::size_t>(o) < op_count ? detail::text_of(o).letter : '\0';
+    const char letter = detail::text_of(o).letter;
     return letter != '\0' ? letter : '*'; // '*': an op without a letter of its own
 }
 
