@@ -11,7 +11,9 @@
 
 #include "simai_data.hpp"
 
+#include <pipesched/simai/analytical_network.hpp>
 #include <pipesched/simai/analytical_report.hpp>
+#include <pipesched/simai/ratio_tables.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -335,5 +337,35 @@ TEST_CASE("simai analytical report: properties over the five files") {
                 CHECK(quick.value.rows[i].column(p).comm_ns <= base.value.rows[i].column(p).comm_ns);
             }
         }
+    }
+}
+
+TEST_CASE("simai ratio tables: the lookup SimAI's calbusbw.cc getValue does, by hand") {
+    // Column by node count (1, 2, 4, ..., 128 -> columns 1..8, the marker 9 -> column 9, any
+    // other count -> column 5), linear between the two rows around the size, divided by the
+    // table's last row in that column; below the first size the first row, above the last none.
+    namespace simai = pipesched::simai;
+    const auto ratio = [](double bytes, std::int64_t nodes, const simai::ratio_table& t, float& out) {
+        return simai::detail::ratio_value(bytes, nodes, t, out);
+    };
+    float r = 0.0f;
+    REQUIRE(ratio(16777216.0, 1, simai::nic_ratio, r));
+    CHECK(r == static_cast<float>(0.45 / 0.81));
+    REQUIRE(ratio(25165824.0, 1, simai::nic_ratio, r)); // halfway between 16 MiB (0.45) and 32 MiB (0.55)
+    CHECK(r == doctest::Approx(0.5 / 0.81));
+    REQUIRE(ratio(1.0, 1, simai::nic_ratio, r)); // below the table: its first row
+    CHECK(r == static_cast<float>(0.45 / 0.81));
+    REQUIRE(ratio(16777216.0, 3, simai::nic_ratio, r)); // a count not in the list: column 5
+    CHECK(r == static_cast<float>(0.05 / 0.96));
+    REQUIRE(ratio(16777216.0, 9, simai::nic_ratio, r)); // the "Multi 16" marker: column 9
+    CHECK(r == static_cast<float>(0.86 / 0.96));
+    REQUIRE(ratio(16777216.0, 32, simai::nvlink_ratio, r)); // an empty cell reads as 1
+    CHECK(r == 1.0f);
+    REQUIRE(ratio(0.0, 4, simai::alltoall_ratio, r));
+    CHECK(r == 1.0f);
+    CHECK_FALSE(ratio(17179869184.0 * 2, 1, simai::nic_ratio, r)); // SimAI: "Data size out of range"
+    for (const simai::ratio_table* t : {&simai::nic_ratio, &simai::nvlink_ratio, &simai::alltoall_ratio}) {
+        for (std::size_t i = 0; i + 1 < t->size(); ++i) CHECK((*t)[i + 1].bytes == 2 * (*t)[i].bytes);
+        CHECK(t->front().bytes == 16777216.0);
     }
 }
