@@ -1,6 +1,8 @@
 // The fast paths of the replays and what they fall back to give the same answers:
 //   - simulate(): results in flight sit in per-(stage, kind) rings, and in a hash table when
 //     a ring slot is taken (an order that runs ahead of its consumer, or any explicit order);
+//   - simulate() without a timeline: a first try with validate()'s structural checks inside
+//     the replay, else the full path (the structural pass, then the replay);
 //   - validate(iteration): one replay (the iteration replay) when everything passes, else the
 //     step-by-step checks with the compute projection's own replay.
 #include "test_support.hpp"
@@ -199,4 +201,84 @@ TEST_CASE("validate(iteration): one replay or the step-by-step checks, the same 
     CHECK(valid > 40);
     CHECK(mutated > 5000);
     CHECK(invalid > 1000); // the swaps reach the failure paths, not only valid orders
+}
+
+namespace {
+
+struct action_schedule {
+    std::vector<std::vector<ps::action>> lists;
+    std::uint32_t stages = 0;
+    std::uint32_t microbatches = 0;
+};
+
+/// simulate()'s first try (no timeline) against its full path (a timeline sink takes it).
+bool same_simulation(const action_schedule& s, const ps::cost_model& costs, bool& took_first_try) {
+    const ps::detail::action_lists src{s.lists, s.stages, s.microbatches};
+    ps::discard_timeline none;
+    ps::detail::simulator<ps::detail::action_lists, ps::discard_timeline> summary{src, costs, none};
+    const ps::simulation first = summary.run();
+    took_first_try = summary.took_checked_replay();
+    recording_timeline sink;
+    const ps::simulation full = ps::detail::simulator<ps::detail::action_lists, recording_timeline>{src, costs, sink}.run();
+    return identical(first, full);
+}
+
+} // namespace
+
+TEST_CASE("simulate(): the first try (checks inside the replay) and the full path, the same answers") {
+    std::vector<action_schedule> schedules;
+    for_each_accepted_schedule({2u, 3u}, {2u, 5u}, [&](const auto& pol) {
+        const ps::detail::policy_actions<std::remove_cvref_t<decltype(pol)>> src{pol};
+        action_schedule s{{}, src.stages(), src.microbatches()};
+        for (std::uint32_t r = 0; r < src.ranks(); ++r) {
+            s.lists.emplace_back();
+            for (auto c = src.cursor(r); !c.done(); c.advance()) s.lists.back().push_back(c.current());
+        }
+        schedules.push_back(std::move(s));
+    });
+    std::vector<ps::cost_model> models = cost_models(); // the third fills with W: no first try
+    models.push_back({});
+    models.back().uniform.backward = -1.0; // an unusable cost found during the replay
+    models.back().uniform.backward_input = -1.0;
+    std::size_t first_tries = 0;
+    std::size_t invalid = 0;
+    std::size_t compared = 0;
+    const auto compare = [&](const action_schedule& s) {
+        const ps::detail::action_lists src{s.lists, s.stages, s.microbatches};
+        const bool valid = static_cast<bool>(ps::validate_actions(src));
+        invalid += !valid;
+        for (std::size_t k = 0; k < models.size(); ++k) {
+            bool took = false;
+            CHECK(same_simulation(s, models[k], took));
+            // The first try succeeds exactly for a valid schedule whose costs all work.
+            CHECK(took == (valid && k < 2));
+            first_tries += took;
+            ++compared;
+        }
+    };
+    for (action_schedule& s : schedules) {
+        compare(s);
+        // Every neighbour swap, deletion and duplication: deadlocks, missing and duplicate
+        // actions, backwards before their forwards, broken overlapped pairs.
+        for (auto& list : s.lists) {
+            for (std::size_t i = 0; i < list.size(); ++i) {
+                const ps::action here = list[i];
+                if (i + 1 < list.size()) {
+                    std::swap(list[i], list[i + 1]);
+                    compare(s);
+                    std::swap(list[i], list[i + 1]);
+                }
+                list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+                compare(s);
+                list.insert(list.begin() + static_cast<std::ptrdiff_t>(i), here);
+                list.insert(list.begin() + static_cast<std::ptrdiff_t>(i), here);
+                compare(s);
+                list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+            }
+        }
+    }
+    CHECK(schedules.size() > 40);
+    CHECK(invalid > 5000);
+    CHECK(first_tries > 1000);
+    CHECK(compared > 20000);
 }

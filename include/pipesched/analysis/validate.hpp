@@ -96,6 +96,10 @@ public:
     constexpr bool check_action(std::uint32_t r, std::uint32_t i, const action& a) { return check_one(r, i, a); }
     [[nodiscard]] constexpr bool rank_left_pair_open() const noexcept { return pair_state_ != pair_none; }
     constexpr bool units_missing() noexcept { return find_missing(); }
+    /// For a replay that checks as it goes (simulate's first try, simulate.hpp): records one
+    /// action's unit (duplicates, mixed backward, B/I before its F, W before its I); false
+    /// on any of those, without saying which (the caller starts over on the full path).
+    constexpr bool record_unit(const action& a) noexcept { return !record(a); }
     /// Rank of every stage (valid after structure_ok()).
     [[nodiscard]] constexpr std::vector<std::uint32_t> take_owners() noexcept { return std::move(owner_); }
 
