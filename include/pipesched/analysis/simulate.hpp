@@ -836,7 +836,7 @@ private:
     /// The one rank that can be blocked on the result of `a` is the owner of the next stage
     /// (for F) or the previous stage (for B/I).
     template <class Engine>
-    constexpr void wake_consumer(const action& a, std::uint32_t r, Engine& engine) {
+    [[gnu::always_inline]] constexpr void wake_consumer(const action& a, std::uint32_t r, Engine& engine) {
         std::uint32_t consumer = 0;
         if (!consumer_stage(a, stages_, consumer)) return;
         const std::uint32_t w = owner_[consumer];

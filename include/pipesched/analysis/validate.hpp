@@ -344,8 +344,8 @@ public:
         constexpr cursor_type() = default;
         constexpr cursor_type(const P& pol, std::uint32_t rank) : pol_{&pol}, inner_{pol.cursor(rank)} {}
         [[nodiscard]] constexpr bool done() const { return inner_.done(); }
-        [[nodiscard]] constexpr action current() const { return to_action(*pol_, inner_.current()); }
-        constexpr void advance() { inner_.advance(); }
+        [[nodiscard, gnu::always_inline]] constexpr action current() const { return to_action(*pol_, inner_.current()); }
+        [[gnu::always_inline]] constexpr void advance() { inner_.advance(); }
 
     private:
         const P* pol_ = nullptr;
