@@ -4,7 +4,9 @@
 //   - simulate() without a timeline: a first try with validate()'s structural checks inside
 //     the replay, else the full path (the structural pass, then the replay);
 //   - validate(iteration): one replay (the iteration replay) when everything passes, else the
-//     step-by-step checks with the compute projection's own replay.
+//     step-by-step checks with the compute projection's own replay;
+//   - simulate(iteration) without a timeline: the rules in one pass and the timed replay as
+//     the deadlock check, else the full path (the same as with a timeline).
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -281,4 +283,74 @@ TEST_CASE("simulate(): the first try (checks inside the replay) and the full pat
     CHECK(invalid > 5000);
     CHECK(first_tries > 1000);
     CHECK(compared > 20000);
+}
+
+namespace {
+
+struct recording_events {
+    std::vector<ps::timed_event> records;
+    void push(const ps::timed_event& t) { records.push_back(t); }
+};
+
+/// simulate_events() without a timeline (its first try when the rules pass) against the full
+/// path, which a timeline sink takes.
+bool same_iteration_simulation(const std::vector<std::vector<ps::event>>& lists, ps::shape dims,
+                               ps::placement layout, const ps::iteration_cost_model& costs, bool& replayed) {
+    ps::discard_events none;
+    recording_events sink;
+    const ps::iteration_simulation first = ps::simulate_events(lists, dims, layout, costs, none);
+    const ps::iteration_simulation full = ps::simulate_events(lists, dims, layout, costs, sink);
+    replayed = first.replayed;
+    return identical(first, full);
+}
+
+} // namespace
+
+TEST_CASE("simulate(iteration): the first try (rules in one pass) and the full path, the same answers") {
+    std::vector<ps::iteration_cost_model> models(3);
+    models[1].compute.uniform = {1.5, 2.5, 1.25, 0.75};
+    models[1].p2p = {0.25, 4.0};
+    models[1].activation_bytes = 2.0;
+    models[1].data_parallel = {1.0, 2.0};
+    models[1].gradient_bytes = 8.0;
+    models[1].grad_norm = 0.5;
+    models[2].loss = -1.0; // an unusable cost: the replay fails, and so does the first try
+    std::size_t one_pass = 0;
+    std::size_t mutated = 0;
+    std::size_t replayed = 0;
+    for_each_accepted_schedule({2u, 3u}, {2u, 5u}, [&](const auto& pol) {
+        using P = std::remove_cvref_t<decltype(pol)>;
+        const ps::iteration<P> it{pol};
+        // The library's iterations pass the rules in one pass (the first try's condition).
+        const ps::detail::policy_events<ps::iteration<P>> events{it};
+        const bool passes = ps::detail::iteration_validator<ps::detail::policy_events<ps::iteration<P>>>{events}.run_one_pass();
+        CHECK(passes);
+        one_pass += passes;
+        auto lists = iteration_lists(it);
+        const auto compare = [&] {
+            for (const ps::iteration_cost_model& costs : models) {
+                bool ran = false;
+                CHECK(same_iteration_simulation(lists, pol.shape, P::layout, costs, ran));
+                replayed += ran;
+            }
+            ++mutated;
+        };
+        compare();
+        for (std::size_t r = 0; r < lists.size(); ++r) {
+            for (std::size_t i = 0; i + 1 < lists[r].size(); ++i) {
+                std::swap(lists[r][i], lists[r][i + 1]);
+                compare();
+                std::swap(lists[r][i], lists[r][i + 1]);
+            }
+            for (std::size_t i = 0; i < lists[r].size(); ++i) {
+                const ps::event removed = lists[r][i];
+                lists[r].erase(lists[r].begin() + static_cast<std::ptrdiff_t>(i));
+                compare();
+                lists[r].insert(lists[r].begin() + static_cast<std::ptrdiff_t>(i), removed);
+            }
+        }
+    });
+    CHECK(one_pass > 40);
+    CHECK(mutated > 5000);
+    CHECK(replayed > 1000); // replays ran, valid or with a rule violation they can time
 }
