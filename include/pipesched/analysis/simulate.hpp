@@ -476,16 +476,9 @@ private:
         return false;
     }
 
-    /// The first try's checks of `a` that do not depend on what ran before (validate.hpp's
-    /// first pass): an F, B, I or W, its stage and microbatch in range, and its stage on rank
-    /// r only. Claiming an action twice (it blocked, and runs later) changes nothing.
+    /// The first try's checks of `a` that do not depend on what ran before (validate.hpp).
     constexpr bool claim(std::uint32_t r, const action& a) noexcept {
-        if (!is_compute(a.kind) || a.stage >= stages_ || a.microbatch >= microbatches_) return false;
-        std::uint32_t& owner = owner_[a.stage];
-        if (owner == r) return true;
-        if (owner != no_rank) return false;
-        owner = r;
-        return true;
+        return claim_action(r, a, stages_, microbatches_, owner_.data());
     }
 
     /// The result `a` needs from another stage (replay.hpp's rule); false if none.
@@ -822,15 +815,6 @@ private:
         st.next = second;
         st.position = index + 2;
         return st.next.done() ? step_result::finished : step_result::ran;
-    }
-
-    /// validate.hpp's pair rule: an F (flagged, unless a marker opened the pair), then a B or I
-    /// of another unit, not flagged.
-    [[nodiscard]] static constexpr bool well_formed_pair(bool marker, const action& f, const action& b) noexcept {
-        const bool backward = b.kind == op::backward || b.kind == op::backward_input;
-        const bool same_unit = b.stage == f.stage && b.microbatch == f.microbatch;
-        return f.kind == op::forward && !(marker && f.overlapped_with_next) && backward && !same_unit &&
-               !b.overlapped_with_next;
     }
 
     /// The one rank that can be blocked on the result of `a` is the owner of the next stage

@@ -69,6 +69,31 @@ enum unit_bits : std::uint8_t {
 
 inline constexpr std::uint32_t no_rank = 0xFFFFFFFFu;
 
+// The first-pass rules that a replay checking as it goes (simulate()'s first try, simulate.hpp)
+// applies to each action when it meets it.
+
+/// An F, B, I or W with its stage and microbatch in range, on the rank its stage runs on
+/// (`owners`: the rank of each stage, no_rank until an action claims it). Meeting an action
+/// twice (its rank blocked at it, and runs it later) changes nothing.
+[[nodiscard]] constexpr bool claim_action(std::uint32_t r, const action& a, std::uint32_t stages,
+                                          std::uint32_t microbatches, std::uint32_t* owners) noexcept {
+    if (!is_compute(a.kind) || a.stage >= stages || a.microbatch >= microbatches) return false;
+    const std::uint32_t owner = owners[a.stage];
+    if (owner == r) return true;
+    if (owner != no_rank) return false;
+    owners[a.stage] = r;
+    return true;
+}
+
+/// An overlapped pair: an F (flagged, unless a marker opened the pair), then a B or I of
+/// another unit, not flagged (the rule check_pair() applies one action at a time).
+[[nodiscard]] constexpr bool well_formed_pair(bool marker, const action& f, const action& b) noexcept {
+    const bool backward = b.kind == op::backward || b.kind == op::backward_input;
+    const bool same_unit = b.stage == f.stage && b.microbatch == f.microbatch;
+    return f.kind == op::forward && !(marker && f.overlapped_with_next) && backward && !same_unit &&
+           !b.overlapped_with_next;
+}
+
 template <class Source>
 class validator {
 public:
