@@ -28,14 +28,19 @@
 // is the peak of that sum on each rank; with the defaults M_B = M_W = 1 it equals
 // peak_activations.
 //
-// Linear in the number of actions. Memory: the structure check (validate.hpp) holds one byte per
-// (stage, microbatch) and frees it before the replay; the replay holds O(p) state, a ring of 64
-// end times per (stage, forward or backward result), and the end times of results not yet
-// consumed that do not fit there (detail::in_flight_results), which without a timeline sink are
-// bounded by turn-taking to about what is in flight between stages, O(ranks x chunks) for the
-// library's schedules. Durations must be finite and >= 0 (else invalid_cost) and times must stay
-// below the largest double (else time_overflow). constexpr: a scalar read off the result works
-// in static_assert.
+// Validation: the structural checks of validate() (validate.hpp), then the deadlock check,
+// which is this replay itself. Without a timeline sink a first try runs the structural checks
+// inside the replay, one walk over the schedule; on any error or unusable cost, and always with
+// a timeline sink, they run first in their own pass, so the verdict is the same either way.
+//
+// Linear in the number of actions. Memory: the structural checks hold one byte per (stage,
+// microbatch) (during the first try's replay, else freed before it); the replay holds O(p)
+// state, a ring of 64 end times per (stage, forward or backward result), and the end times of
+// results not yet consumed that do not fit there (detail::in_flight_results), which without a
+// timeline sink are bounded by turn-taking to about what is in flight between stages,
+// O(ranks x chunks) for the library's schedules. Durations must be finite and >= 0 (else
+// invalid_cost) and times must stay below the largest double (else time_overflow). constexpr:
+// a scalar read off the result works in static_assert.
 #pragma once
 
 #include <array>
@@ -387,7 +392,7 @@ private:
 };
 
 /// The cost-model replay. Memory: the structure check's table of one byte per (stage,
-/// microbatch), freed before the replay; then O(ranks) state plus the results in flight
+/// microbatch), and O(ranks) state plus the results in flight
 /// between stages (in_flight_results), which for the library's schedules is O(ranks x chunks).
 /// The ranks take turns of at most `turn` actions, round robin, so that no rank runs far
 /// ahead of its consumers and piles up results: the times do not depend on this order (each

@@ -22,7 +22,8 @@
 // The replay also runs on orders validate() calls stale (an optimizer before the backward, as
 // SimAI's row sweep does), so that their timing can be compared; only orders that cannot be
 // replayed (a deadlock, unmatched p2p, broken compute) are refused. The verdict is returned
-// either way.
+// either way. It is validate(iteration)'s, with this replay as the deadlock check; without a
+// timeline sink the rules are checked in one pass first (detail::checked_iteration_replay).
 #pragma once
 
 #include <array>
