@@ -208,7 +208,7 @@ private:
     }
 
     /// Sets the seen bit of one action; on error stores the code in result_ and returns true.
-    constexpr bool record(const action& a) noexcept {
+    [[gnu::always_inline]] constexpr bool record(const action& a) noexcept {
         std::uint8_t& b = bits_[unit_index(a)];
         const auto error = [this](verdict_code code) {
             result_.code = code;
