@@ -1,8 +1,12 @@
 // The fast paths of the replays and what they fall back to give the same answers:
 //   - simulate(): results in flight sit in per-(stage, kind) rings, and in a hash table when
 //     a ring slot is taken (an order that runs ahead of its consumer, or any explicit order);
+//   - simulate() without a timeline: a first try with validate()'s structural checks inside
+//     the replay, else the full path (the structural pass, then the replay);
 //   - validate(iteration): one replay (the iteration replay) when everything passes, else the
-//     step-by-step checks with the compute projection's own replay.
+//     step-by-step checks with the compute projection's own replay;
+//   - simulate(iteration) without a timeline: the rules in one pass and the timed replay as
+//     the deadlock check, else the full path (the same as with a timeline).
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -146,6 +150,33 @@ std::vector<std::vector<ps::event>> iteration_lists(const ps::iteration<P>& it) 
     return lists;
 }
 
+enum class duplicates : bool { no, yes };
+
+/// Calls f() after each neighbour swap and each deletion of one element of every list (and,
+/// with duplicates::yes, each duplication of one), undoing each before the next.
+template <class T, class F>
+void for_each_mutation(std::vector<std::vector<T>>& lists, duplicates with, F&& f) {
+    for (auto& list : lists) {
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const T here = list[i];
+            const auto at = [&] { return list.begin() + static_cast<std::ptrdiff_t>(i); };
+            if (i + 1 < list.size()) {
+                std::swap(list[i], list[i + 1]);
+                f();
+                std::swap(list[i], list[i + 1]);
+            }
+            list.erase(at());
+            f();
+            list.insert(at(), here);
+            if (with == duplicates::yes) {
+                list.insert(at(), here);
+                f();
+                list.erase(at());
+            }
+        }
+    }
+}
+
 /// validate_events() (one replay when it can) against the step-by-step reference.
 bool same_verdict(const std::vector<std::vector<ps::event>>& lists, ps::shape dims, ps::placement layout,
                   std::string& what) {
@@ -158,45 +189,138 @@ bool same_verdict(const std::vector<std::vector<ps::event>>& lists, ps::shape di
            fast.other_rank == reference.other_rank && fast.cycle_length == reference.cycle_length;
 }
 
+struct recording_events {
+    std::vector<ps::timed_event> records;
+    void push(const ps::timed_event& t) { records.push_back(t); }
+};
+
+/// simulate_events() without a timeline (its first try when the rules pass) against the full
+/// path, which a timeline sink takes.
+bool same_iteration_simulation(const std::vector<std::vector<ps::event>>& lists, ps::shape dims,
+                               ps::placement layout, const ps::iteration_cost_model& costs, bool& replayed) {
+    ps::discard_events none;
+    recording_events sink;
+    const ps::iteration_simulation first = ps::simulate_events(lists, dims, layout, costs, none);
+    const ps::iteration_simulation full = ps::simulate_events(lists, dims, layout, costs, sink);
+    replayed = first.replayed;
+    return identical(first, full);
+}
+
 } // namespace
 
-TEST_CASE("validate(iteration): one replay or the step-by-step checks, the same verdicts") {
+TEST_CASE("validate(iteration) and simulate(iteration): the fast paths and the full paths, the same answers") {
+    // validate(iteration): one replay, or the step-by-step checks. simulate(iteration) without
+    // a timeline: the rules in one pass and the timed replay as the deadlock check, or the
+    // full path (which a timeline sink takes).
+    std::vector<ps::iteration_cost_model> models(3);
+    models[1].compute.uniform = {1.5, 2.5, 1.25, 0.75};
+    models[1].p2p = {0.25, 4.0};
+    models[1].activation_bytes = 2.0;
+    models[1].data_parallel = {1.0, 2.0};
+    models[1].gradient_bytes = 8.0;
+    models[1].grad_norm = 0.5;
+    models[2].loss = -1.0; // an unusable cost: the replay fails, and so does the first try
     std::size_t valid = 0;
     std::size_t mutated = 0;
     std::size_t invalid = 0;
+    std::size_t replayed = 0;
     for_each_accepted_schedule({2u, 3u}, {2u, 5u}, [&](const auto& pol) {
         using P = std::remove_cvref_t<decltype(pol)>;
         const ps::iteration<P> it{pol};
-        // The library's iterations take the one-replay path (else they would be
-        // as slow as before) and are valid.
-        const ps::detail::policy_events<ps::iteration<P>> events{it};
-        CHECK(ps::detail::iteration_validator<ps::detail::policy_events<ps::iteration<P>>>{events}.run_one_replay());
+        // The library's iterations take the fast paths (else they would be as slow as
+        // before) and are valid.
+        using source = ps::detail::policy_events<ps::iteration<P>>;
+        const source events{it};
+        CHECK(ps::detail::iteration_validator<source>{events}.run_one_replay());
+        CHECK(ps::detail::iteration_validator<source>{events}.run_one_pass());
         CHECK(ps::validate(it));
         auto lists = iteration_lists(it);
         std::string what;
-        CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
+        const auto compare = [&] {
+            CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
+            for (const ps::iteration_cost_model& costs : models) {
+                bool ran = false;
+                CHECK(same_iteration_simulation(lists, pol.shape, P::layout, costs, ran));
+                replayed += ran;
+            }
+        };
+        compare();
         ++valid;
-        // Every swap of two neighbouring events and every deletion of one: the
-        // same verdict (deadlocks, stale updates, misplaced sends...) both ways.
-        for (std::size_t r = 0; r < lists.size(); ++r) {
-            for (std::size_t i = 0; i + 1 < lists[r].size(); ++i) {
-                std::swap(lists[r][i], lists[r][i + 1]);
-                const bool same = same_verdict(lists, pol.shape, P::layout, what);
-                CHECK_MESSAGE(same, what);
-                invalid += !ps::validate_events(lists, pol.shape, P::layout);
-                std::swap(lists[r][i], lists[r][i + 1]);
-                ++mutated;
-            }
-            for (std::size_t i = 0; i < lists[r].size(); ++i) {
-                const ps::event removed = lists[r][i];
-                lists[r].erase(lists[r].begin() + static_cast<std::ptrdiff_t>(i));
-                CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
-                lists[r].insert(lists[r].begin() + static_cast<std::ptrdiff_t>(i), removed);
-                ++mutated;
-            }
-        }
+        // Every neighbour swap and deletion: deadlocks, stale updates, misplaced sends...
+        for_each_mutation(lists, duplicates::no, [&] {
+            compare();
+            invalid += !ps::validate_events(lists, pol.shape, P::layout);
+            ++mutated;
+        });
     });
     CHECK(valid > 40);
     CHECK(mutated > 5000);
-    CHECK(invalid > 1000); // the swaps reach the failure paths, not only valid orders
+    CHECK(invalid > 1000); // the mutations reach the failure paths, not only valid orders
+    CHECK(replayed > 1000); // replays ran, valid or with a rule violation they can time
+}
+
+
+namespace {
+
+struct action_schedule {
+    std::vector<std::vector<ps::action>> lists;
+    std::uint32_t stages = 0;
+    std::uint32_t microbatches = 0;
+};
+
+/// simulate()'s first try (no timeline) against its full path (a timeline sink takes it).
+bool same_simulation(const action_schedule& s, const ps::cost_model& costs, bool& took_first_try) {
+    const ps::detail::action_lists src{s.lists, s.stages, s.microbatches};
+    ps::discard_timeline none;
+    ps::detail::simulator<ps::detail::action_lists, ps::discard_timeline> summary{src, costs, none};
+    const ps::simulation first = summary.run();
+    took_first_try = summary.took_checked_replay();
+    recording_timeline sink;
+    const ps::simulation full = ps::detail::simulator<ps::detail::action_lists, recording_timeline>{src, costs, sink}.run();
+    return identical(first, full);
+}
+
+} // namespace
+
+TEST_CASE("simulate(): the first try (checks inside the replay) and the full path, the same answers") {
+    std::vector<action_schedule> schedules;
+    for_each_accepted_schedule({2u, 3u}, {2u, 5u}, [&](const auto& pol) {
+        const ps::detail::policy_actions<std::remove_cvref_t<decltype(pol)>> src{pol};
+        action_schedule s{{}, src.stages(), src.microbatches()};
+        for (std::uint32_t r = 0; r < src.ranks(); ++r) {
+            s.lists.emplace_back();
+            for (auto c = src.cursor(r); !c.done(); c.advance()) s.lists.back().push_back(c.current());
+        }
+        schedules.push_back(std::move(s));
+    });
+    std::vector<ps::cost_model> models = cost_models(); // the third fills with W: no first try
+    models.push_back({});
+    models.back().uniform.backward = -1.0; // an unusable cost found during the replay
+    models.back().uniform.backward_input = -1.0;
+    std::size_t first_tries = 0;
+    std::size_t invalid = 0;
+    std::size_t compared = 0;
+    const auto compare = [&](const action_schedule& s) {
+        const ps::detail::action_lists src{s.lists, s.stages, s.microbatches};
+        const bool valid = static_cast<bool>(ps::validate_actions(src));
+        invalid += !valid;
+        for (std::size_t k = 0; k < models.size(); ++k) {
+            bool took = false;
+            CHECK(same_simulation(s, models[k], took));
+            // The first try succeeds exactly for a valid schedule whose costs all work.
+            CHECK(took == (valid && k < 2));
+            first_tries += took;
+            ++compared;
+        }
+    };
+    for (action_schedule& s : schedules) {
+        compare(s);
+        // Deadlocks, missing and duplicate actions, backwards before their forwards, broken
+        // overlapped pairs.
+        for_each_mutation(s.lists, duplicates::yes, [&] { compare(s); });
+    }
+    CHECK(schedules.size() > 40);
+    CHECK(invalid > 5000);
+    CHECK(first_tries > 1000);
+    CHECK(compared > 20000);
 }

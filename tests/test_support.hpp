@@ -191,6 +191,23 @@ inline bool identical(const ps::simulation& a, const ps::simulation& b) {
     return true;
 }
 
+/// The same for the iteration replay.
+inline bool identical(const ps::iteration_simulation& a, const ps::iteration_simulation& b) {
+    if (a.check != b.check || a.replayed != b.replayed || a.makespan != b.makespan ||
+        a.bubble_fraction != b.bubble_fraction || a.ranks.size() != b.ranks.size()) {
+        return false;
+    }
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+        const ps::iteration_rank_summary& x = a.ranks[r];
+        const ps::iteration_rank_summary& y = b.ranks[r];
+        if (x.compute_busy != y.compute_busy || x.idle != y.idle || x.exposed != y.exposed ||
+            x.peak_activations != y.peak_activations || x.end != y.end) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /// A timeline sink that keeps every record.
 struct recording_timeline {
     std::vector<ps::timed_action> records;

@@ -93,7 +93,7 @@ public:
 
     /// Rank q may be able to go on: queue it unless it is running, queued or finished. A rank
     /// woken without cause finds its event still blocked and stops again at no other cost.
-    constexpr void wake(std::uint32_t q) {
+    [[gnu::always_inline]] constexpr void wake(std::uint32_t q) {
         if (q == running_ || queued_[q] || model_.done(q)) return;
         queued_[q] = 1;
         if constexpr (round_robin) {

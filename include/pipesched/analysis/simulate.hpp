@@ -28,14 +28,19 @@
 // is the peak of that sum on each rank; with the defaults M_B = M_W = 1 it equals
 // peak_activations.
 //
-// Linear in the number of actions. Memory: the structure check (validate.hpp) holds one byte per
-// (stage, microbatch) and frees it before the replay; the replay holds O(p) state, a ring of 64
-// end times per (stage, forward or backward result), and the end times of results not yet
-// consumed that do not fit there (detail::in_flight_results), which without a timeline sink are
-// bounded by turn-taking to about what is in flight between stages, O(ranks x chunks) for the
-// library's schedules. Durations must be finite and >= 0 (else invalid_cost) and times must stay
-// below the largest double (else time_overflow). constexpr: a scalar read off the result works
-// in static_assert.
+// Validation: the structural checks of validate() (validate.hpp), then the deadlock check,
+// which is this replay itself. Without a timeline sink a first try runs the structural checks
+// inside the replay, one walk over the schedule; on any error or unusable cost, and always with
+// a timeline sink, they run first in their own pass, so the verdict is the same either way.
+//
+// Linear in the number of actions. Memory: the structural checks hold one byte per (stage,
+// microbatch) (during the first try's replay, else freed before it); the replay holds O(p)
+// state, a ring of 64 end times per (stage, forward or backward result), and the end times of
+// results not yet consumed that do not fit there (detail::in_flight_results), which without a
+// timeline sink are bounded by turn-taking to about what is in flight between stages,
+// O(ranks x chunks) for the library's schedules. Durations must be finite and >= 0 (else
+// invalid_cost) and times must stay below the largest double (else time_overflow). constexpr:
+// a scalar read off the result works in static_assert.
 #pragma once
 
 #include <array>
@@ -387,7 +392,7 @@ private:
 };
 
 /// The cost-model replay. Memory: the structure check's table of one byte per (stage,
-/// microbatch), freed before the replay; then O(ranks) state plus the results in flight
+/// microbatch), and O(ranks) state plus the results in flight
 /// between stages (in_flight_results), which for the library's schedules is O(ranks x chunks).
 /// The ranks take turns of at most `turn` actions, round robin, so that no rank runs far
 /// ahead of its consumers and piles up results: the times do not depend on this order (each
@@ -398,10 +403,19 @@ public:
     /// ring_bits: size of the in-flight rings (in_flight_results; only the speed depends on it).
     constexpr simulator(const Source& s, const cost_model& costs, Sink& sink,
                         std::uint32_t ring_bits = in_flight_results::default_ring_bits)
-        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()}, ring_bits_{ring_bits} {}
+        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()}, microbatches_{s.microbatches()},
+          ring_bits_{ring_bits} {}
 
     constexpr simulation run() {
         simulation out{};
+        if constexpr (summary_only) {
+            // The first try: validate()'s structural checks run inside the replay, one walk of
+            // the schedule instead of two. Any error, deadlock or unusable cost sends it to the
+            // path below, which finds the first error and names it exactly as before. Only
+            // without a timeline, where a try that fails has pushed nothing anyone sees.
+            if (checked_replay(out)) return out;
+            out = simulation{};
+        }
         // The structural checks come from validate(); the deadlock check is this replay itself,
         // so a valid schedule is replayed once, not twice.
         {
@@ -427,6 +441,9 @@ public:
         summarise_ranks(out, &rank_summary::last_end, &rank_summary::busy);
         return out;
     }
+
+    /// Whether the last run() took the first try's one walk (for the tests of both paths).
+    [[nodiscard]] constexpr bool took_checked_replay() const noexcept { return took_checked_; }
 
     /// Most results held at once by the replay (for the memory tests and benchmarks).
     [[nodiscard]] constexpr std::size_t peak_pending() const noexcept { return pending_.peak(); }
@@ -462,6 +479,11 @@ private:
                         double value) noexcept {
         if (failure_.code == verdict_code::valid) failure_ = cost_error(code, r, index, a, value);
         return false;
+    }
+
+    /// The first try's checks of `a` that do not depend on what ran before (validate.hpp).
+    constexpr bool claim(std::uint32_t r, const action& a) noexcept {
+        return claim_action(r, a, stages_, microbatches_, owner_.data());
     }
 
     /// The result `a` needs from another stage (replay.hpp's rule); false if none.
@@ -653,6 +675,10 @@ public:
                 load();
                 continue;
             }
+            if (checker_ != nullptr && !claim(r, a)) {
+                store();
+                return step_result::failed;
+            }
             // input_ready()
             double ready = 0.0;
             action input{};
@@ -665,6 +691,10 @@ public:
                     return step_result::blocked;
                 }
                 ready = owner_[input.stage] == r ? t : t + costs_.p2p_latency;
+            }
+            if (checker_ != nullptr && !checker_->record_unit(a)) {
+                store();
+                return step_result::failed;
             }
             const double start = ready > free_at ? ready : free_at;
             // execute()
@@ -729,6 +759,25 @@ private:
         return engine.run();
     }
 
+    /// The first try (run()): the replay with validate()'s structural checks per action. False
+    /// on anything but a valid schedule whose costs all work; the caller then starts over.
+    constexpr bool checked_replay(simulation& out) {
+        if (costs_.fill_with_weight || !usable_cost(costs_.p2p_latency)) return false;
+        validator<Source> structure{src_};
+        owner_.assign(stages_, no_rank);
+        out.ranks.assign(src_.ranks(), rank_summary{});
+        checker_ = &structure;
+        const bool ok = replay(out) && !structure.units_missing();
+        checker_ = nullptr;
+        if (!ok) {
+            failure_ = verdict{};
+            return false;
+        }
+        took_checked_ = true;
+        summarise_ranks(out, &rank_summary::last_end, &rank_summary::busy);
+        return true;
+    }
+
     /// Runs the overlapped pair at the rank's cursor (a marker or a flagged F) and moves the
     /// cursor past it; blocked if an input of either action is missing.
     template <class Engine>
@@ -736,17 +785,26 @@ private:
         rank_state& st = state_[r];
         auto second = st.next;
         std::uint32_t index = st.position;
-        if (second.current().kind == op::overlap_f_b) {
+        const bool marker = second.current().kind == op::overlap_f_b;
+        if (marker) {
             second.advance();
             ++index;
         }
+        if (checker_ != nullptr && second.done()) return step_result::failed;
         action f = second.current();
         second.advance();
+        if (checker_ != nullptr && second.done()) return step_result::failed;
         const action b = second.current();
+        if (checker_ != nullptr && !(well_formed_pair(marker, f, b) && claim(r, f) && claim(r, b))) {
+            return step_result::failed;
+        }
         const double ready_f = input_ready(f, r);
         if (ready_f == pending_times::missing) return step_result::blocked;
         const double ready_b = input_ready(b, r);
         if (ready_b == pending_times::missing) return step_result::blocked;
+        if (checker_ != nullptr && !(checker_->record_unit(f) && checker_->record_unit(b))) {
+            return step_result::failed;
+        }
         const double ready = ready_f > ready_b ? ready_f : ready_b;
         if (costs_.fill_with_weight && !fill_idle(out, r, st, ready)) return step_result::failed;
         const double start = ready > st.free_at ? ready : st.free_at;
@@ -767,23 +825,26 @@ private:
     /// The one rank that can be blocked on the result of `a` is the owner of the next stage
     /// (for F) or the previous stage (for B/I).
     template <class Engine>
-    constexpr void wake_consumer(const action& a, std::uint32_t r, Engine& engine) {
+    [[gnu::always_inline]] constexpr void wake_consumer(const action& a, std::uint32_t r, Engine& engine) {
         std::uint32_t consumer = 0;
         if (!consumer_stage(a, stages_, consumer)) return;
         const std::uint32_t w = owner_[consumer];
-        if (w != r) engine.wake(w);
+        if (w != r && w != no_rank) engine.wake(w); // no_rank: the first try has not met that stage yet
     }
 
     const Source& src_;
     const cost_model& costs_;
     Sink& sink_;
     std::uint32_t stages_;
+    std::uint32_t microbatches_;
     std::uint32_t ring_bits_;
     std::vector<std::uint32_t> owner_;
     std::vector<rank_state> state_;
     simulation* out_ = nullptr; ///< the result being filled, during replay()
     in_flight_results pending_;
     verdict failure_{};
+    validator<Source>* checker_ = nullptr; ///< the first try's structural checks, while it runs
+    bool took_checked_ = false;
     bool uniform_ = true; ///< no per-stage costs: the two tables below hold them
     std::array<double, 4> uniform_duration_{};
     std::array<double, 4> uniform_memory_{};

@@ -22,7 +22,8 @@
 // The replay also runs on orders validate() calls stale (an optimizer before the backward, as
 // SimAI's row sweep does), so that their timing can be compared; only orders that cannot be
 // replayed (a deadlock, unmatched p2p, broken compute) are refused. The verdict is returned
-// either way.
+// either way. It is validate(iteration)'s, with this replay as the deadlock check; without a
+// timeline sink the rules are checked in one pass first (detail::checked_iteration_replay).
 #pragma once
 
 #include <array>
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "../event.hpp"
@@ -457,19 +459,37 @@ struct as_timed_actions {
     }
 };
 
+namespace detail {
+/// Every rule of validate(it) but its deadlock replay, then the timed replay, which is that
+/// check. Without a timeline, where a try that fails has pushed nothing anyone sees, a first
+/// try runs the rules in one pass (iteration_validator::run_one_pass, which leaves out the
+/// compute projection's own replay and walks the events once, not three times); if anything
+/// fails, or the replay does not finish, the full path below gives the verdict, as always.
+template <class Source, class Costs, class Sink>
+constexpr iteration_simulation checked_iteration_replay(const Source& src, const Costs& costs, Sink& sink) {
+    if constexpr (std::is_same_v<Sink, discard_events>) {
+        iteration_validator<Source> rules{src};
+        if (rules.run_one_pass()) {
+            iteration_simulation first = iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(rules.first_rule_violation());
+            if (first.replayed) return first;
+        }
+    }
+    const verdict check = iteration_validator<Source>{src}.run(without_replay);
+    return iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(check);
+}
+} // namespace detail
+
 template <schedule_policy P, iteration_costs Costs, class Sink>
 [[nodiscard]] constexpr iteration_simulation simulate(const iteration<P>& it, const Costs& costs, Sink& sink) {
     using source = detail::policy_events<iteration<P>>;
     const source src{it};
-    // Every rule of validate(it) but its deadlock replay: the timed replay below is that check.
-    verdict check{};
     if (const shape_check c = it.check(); !c) {
+        verdict check{};
         check.code = verdict_code::invalid_shape;
         check.shape_message = c.message;
-    } else {
-        check = detail::iteration_validator<source>{src}.run(detail::without_replay);
+        return detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(check);
     }
-    return detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(check);
+    return detail::checked_iteration_replay(src, costs, sink);
 }
 
 template <schedule_policy P, iteration_costs Costs = iteration_cost_model>
@@ -484,14 +504,13 @@ template <iteration_costs Costs, class Sink>
                                                              shape dims, placement layout,
                                                              const Costs& costs, Sink& sink) {
     const event_lists src{per_rank, dims, layout};
-    verdict check{}; // as validate_events(), but the timed replay is the deadlock check
     if (const shape_check c = check_common(dims); !c) {
+        verdict check{};
         check.code = verdict_code::invalid_shape;
         check.shape_message = c.message;
-    } else {
-        check = detail::iteration_validator<event_lists>{src}.run(detail::without_replay);
+        return detail::iteration_simulator<event_lists, Costs, Sink>{src, costs, sink}.run(check);
     }
-    return detail::iteration_simulator<event_lists, Costs, Sink>{src, costs, sink}.run(check);
+    return detail::checked_iteration_replay(src, costs, sink); // as validate_events()'s verdict
 }
 
 } // namespace pipesched

@@ -69,6 +69,31 @@ enum unit_bits : std::uint8_t {
 
 inline constexpr std::uint32_t no_rank = 0xFFFFFFFFu;
 
+// The first-pass rules that a replay checking as it goes (simulate()'s first try, simulate.hpp)
+// applies to each action when it meets it.
+
+/// An F, B, I or W with its stage and microbatch in range, on the rank its stage runs on
+/// (`owners`: the rank of each stage, no_rank until an action claims it). Meeting an action
+/// twice (its rank blocked at it, and runs it later) changes nothing.
+[[nodiscard]] constexpr bool claim_action(std::uint32_t r, const action& a, std::uint32_t stages,
+                                          std::uint32_t microbatches, std::uint32_t* owners) noexcept {
+    if (!is_compute(a.kind) || a.stage >= stages || a.microbatch >= microbatches) return false;
+    const std::uint32_t owner = owners[a.stage];
+    if (owner == r) return true;
+    if (owner != no_rank) return false;
+    owners[a.stage] = r;
+    return true;
+}
+
+/// An overlapped pair: an F (flagged, unless a marker opened the pair), then a B or I of
+/// another unit, not flagged (the rule check_pair() applies one action at a time).
+[[nodiscard]] constexpr bool well_formed_pair(bool marker, const action& f, const action& b) noexcept {
+    const bool backward = b.kind == op::backward || b.kind == op::backward_input;
+    const bool same_unit = b.stage == f.stage && b.microbatch == f.microbatch;
+    return f.kind == op::forward && !(marker && f.overlapped_with_next) && backward && !same_unit &&
+           !b.overlapped_with_next;
+}
+
 template <class Source>
 class validator {
 public:
@@ -96,6 +121,10 @@ public:
     constexpr bool check_action(std::uint32_t r, std::uint32_t i, const action& a) { return check_one(r, i, a); }
     [[nodiscard]] constexpr bool rank_left_pair_open() const noexcept { return pair_state_ != pair_none; }
     constexpr bool units_missing() noexcept { return find_missing(); }
+    /// For a replay that checks as it goes (simulate's first try, simulate.hpp): records one
+    /// action's unit (duplicates, mixed backward, B/I before its F, W before its I); false
+    /// on any of those, without saying which (the caller starts over on the full path).
+    constexpr bool record_unit(const action& a) noexcept { return !record(a); }
     /// Rank of every stage (valid after structure_ok()).
     [[nodiscard]] constexpr std::vector<std::uint32_t> take_owners() noexcept { return std::move(owner_); }
 
@@ -179,7 +208,7 @@ private:
     }
 
     /// Sets the seen bit of one action; on error stores the code in result_ and returns true.
-    constexpr bool record(const action& a) noexcept {
+    [[gnu::always_inline]] constexpr bool record(const action& a) noexcept {
         std::uint8_t& b = bits_[unit_index(a)];
         const auto error = [this](verdict_code code) {
             result_.code = code;
@@ -340,8 +369,8 @@ public:
         constexpr cursor_type() = default;
         constexpr cursor_type(const P& pol, std::uint32_t rank) : pol_{&pol}, inner_{pol.cursor(rank)} {}
         [[nodiscard]] constexpr bool done() const { return inner_.done(); }
-        [[nodiscard]] constexpr action current() const { return to_action(*pol_, inner_.current()); }
-        constexpr void advance() { inner_.advance(); }
+        [[nodiscard, gnu::always_inline]] constexpr action current() const { return to_action(*pol_, inner_.current()); }
+        [[gnu::always_inline]] constexpr void advance() { inner_.advance(); }
 
     private:
         const P* pol_ = nullptr;

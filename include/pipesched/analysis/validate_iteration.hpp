@@ -210,6 +210,16 @@ public:
     /// starts over.
     /// The compute projection's structure check runs inside the same pass over the events.
     constexpr bool run_one_replay() {
+        if (!run_one_pass()) return false;
+        replay();
+        return static_cast<bool>(result_);
+    }
+
+    /// run_one_replay() without its replay: steps 1 to 3 in one pass, true if they all pass
+    /// (first_rule_violation() is then the answer, unless a replay deadlocks). simulate(it)'s
+    /// first try: its timed replay, with the same blocking semantics, takes the place of the
+    /// untimed one. Call on a fresh validator.
+    constexpr bool run_one_pass() {
         if (src_.ranks() != dims_.ranks) return false;
         {
             const compute_projection<Source> projection{src_};
@@ -222,10 +232,12 @@ public:
             check_same_rank_inputs_ = false;
             if (failed || structure.units_missing()) return false;
         }
-        if (same_rank_input_late_ || match_sends_and_receives()) return false;
-        replay();
-        return static_cast<bool>(result_);
+        return !same_rank_input_late_ && !match_sends_and_receives();
     }
+
+    /// The first of the rules an iteration replay can still time (stale_update,
+    /// grad_sync_before_backward, loss_misplaced, recompute_misplaced), or valid.
+    [[nodiscard]] constexpr const verdict& first_rule_violation() const noexcept { return first_rule_violation_; }
 
 private:
     // Per unit (stage, microbatch): what this pass has seen, and the p2p bookkeeping.
