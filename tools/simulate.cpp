@@ -169,7 +169,7 @@ constexpr std::uint64_t memory_per_unit(std::string_view format, bool whole_iter
 
 // The help text below and README.md give these numbers.
 static_assert(memory_budget == std::uint64_t{4} << 30 && memory_per_unit("json", false) == 1 &&
-                  memory_per_unit("text", false) == 241 && memory_per_unit("chrome", true) == 45,
+                  memory_per_unit("text", false) == 241 && memory_per_unit("chrome", true) == 37,
               "update simulate's and compare's help texts and README.md (Command line) to the memory estimates");
 
 int run_simulate(const parsed_args& args) {
@@ -250,7 +250,7 @@ const command_spec simulate_command{"simulate", "replay a schedule on a cost mod
      "costs. text: a timeline (one row per rank, '.' idle) and the summary; json: {makespan,\n"
      "bubble_fraction, peak_activations, busy, idle} per rank; chrome: trace-event JSON for\n"
      "ui.perfetto.dev or chrome://tracing, written as it is produced. A shape whose replay would\n"
-     "hold more than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 45 with\n"
+     "hold more than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 37 with\n"
      "--iteration) is refused with exit 2.",
      simulate_flags, run_simulate};
 

@@ -149,13 +149,12 @@ template <class Source>
 enum replay_choice : bool { without_replay = false, with_replay = true };
 
 /// What the iteration checks keep per (stage, microbatch) unit: iteration_validator's flags,
-/// and the positions and channel sequence numbers of the unit's sends and receives.
+/// and the positions and channel sequence numbers of the unit's sends and receives (the rank
+/// of each is the owner of its stage).
 struct iteration_unit_state {
     std::uint16_t flags = 0;
-    // Position of the send (rank, index) and sequence numbers on its channel.
-    std::uint32_t activation_send_rank = 0;
+    // Position of the send on its rank and sequence numbers on its channel.
     std::uint32_t activation_send_index = 0;
-    std::uint32_t gradient_send_rank = 0;
     std::uint32_t gradient_send_index = 0;
     std::uint32_t activation_send_seq = 0;
     std::uint32_t activation_recv_seq = 0;
@@ -398,7 +397,6 @@ private:
                 const auto flag = act ? sent_activation : sent_gradient;
                 if (u.flags & flag) return fail(verdict_code::duplicate, r, i, e);
                 u.flags |= flag;
-                (act ? u.activation_send_rank : u.gradient_send_rank) = r;
                 (act ? u.activation_send_index : u.gradient_send_index) = i;
                 (act ? u.activation_send_seq : u.gradient_send_seq) = next_seq(channels, e.peer, e.kind);
                 break;
