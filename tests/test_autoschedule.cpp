@@ -635,6 +635,14 @@ TEST_CASE("autoschedule: nothing fits, and bad input") {
     CHECK(ps::autoschedule({0, 8, 1}, costs, limit_of(4)).message == "invalid input: ranks must be at least 1");
     CHECK(ps::autoschedule({2048, 1024, 1}, costs, limit_of(4)).message ==
           "invalid input: ranks * microbatches must be at most 1048576 (2^20) for autoschedule");
+    CHECK(ps::autoschedule({1024, 1024, 1}, costs, limit_of(4)).message ==
+          "invalid input: ranks^2 * microbatches must be at most 67108864 (2^26) for autoschedule: its search "
+          "time grows with it");
+    // At the bound (the search itself would take a minute or two, so only the check runs).
+    CHECK(ps::detail::autosched::check_input({256, 1024, 1}, costs, limit_of(4)).empty());
+    CHECK(ps::detail::autosched::check_input({1024, 64, 1}, costs, limit_of(4)).empty());
+    CHECK_FALSE(ps::detail::autosched::check_input({1024, 65, 1}, costs, limit_of(4)).empty());
+    CHECK_FALSE(ps::detail::autosched::check_input({257, 1024, 1}, costs, limit_of(4)).empty());
     ps::pipeline_costs short_list = costs;
     short_list.per_stage.resize(3);
     CHECK(ps::autoschedule({4, 8, 1}, short_list, limit_of(4)).message ==

@@ -107,6 +107,13 @@ std::string fixed_text(double x) {
     return s;
 }
 
+/// What the export, the prediction and the encoded files hold per (stage, microbatch) unit of
+/// one data-parallel replica, as measured: peak RSS / units of `pipesched chakra` at 65536 units
+/// (1F1B p=64 m=1024 with and without --backward split, --iteration --recompute and
+/// --data-parallel 4; DualPipeV, ZBVZeroBubble, zb_h2 and LoopedBFS p=16 m=2048 --iteration
+/// --recompute) was 3.7 to 8.3 KiB. The traces are built whole before they are written.
+constexpr std::uint64_t chakra_bytes_per_unit = 9 * 1024;
+
 int run_chakra(const parsed_args& args) {
     const schedule_request req = read_schedule(args);
     const chakra_costs c = read_chakra_costs(args);
@@ -145,6 +152,9 @@ int run_chakra(const parsed_args& args) {
     costs.optimizer = c.optimizer;
 
     return with_requested_schedule(req, [&](const auto& pol) -> int {
+        require_memory_budget(pol.shape, chakra_bytes_per_unit * o.data_parallel,
+                              o.data_parallel > 1 ? "chakra --data-parallel " + number_text(o.data_parallel) : "chakra",
+                              "use fewer ranks, chunks or microbatches (each data-parallel replica has its own traces)");
         const pipesched::chakra::export_result traces = pipesched::chakra::export_traces(pol, costs, o);
         if (!traces)
             fail(traces.error);
@@ -250,7 +260,9 @@ const command_spec chakra_command{"chakra", "write a schedule as Chakra executio
      "become COMP nodes of the --cost durations (whole microseconds), transfers COMM_SEND/COMM_RECV\n"
      "pairs, and with --iteration grad_sync, grad_norm and param_gather COMM_COLL nodes. Prints the\n"
      "per-rank finish times ASTRA-sim's analytical congestion-unaware backend reports for them\n"
-     "('sys[r] finished, T cycles', in ns): exact for compute and p2p, approximate for collectives.",
+     "('sys[r] finished, T cycles', in ns): exact for compute and p2p, approximate for collectives.\n"
+     "The traces are built whole before they are written, about 9 KiB per stage and microbatch\n"
+     "of each data-parallel replica; beyond 4 GiB the shape is refused with exit 2.",
      chakra_flags, run_chakra};
 
 } // namespace pipesched::cli

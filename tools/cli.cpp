@@ -285,6 +285,18 @@ std::string os_reason(int error) {
 }
 } // namespace
 
+void require_memory_budget(const pipesched::shape& s, std::uint64_t bytes_per_unit, std::string_view what,
+                           std::string_view advice) {
+    const std::uint64_t units = std::uint64_t{s.ranks} * s.chunks * s.microbatches; // < 2^40
+    if (units <= memory_budget / bytes_per_unit)
+        return;
+    const std::uint64_t gib = (units * bytes_per_unit + (std::uint64_t{1} << 30) - 1) >> 30;
+    fail(std::string{what} + " needs about " + number_text(gib) + " GiB for ranks=" + number_text(s.ranks) +
+         " chunks=" + number_text(s.chunks) + " microbatches=" + number_text(s.microbatches) + " (" +
+         number_text(units) + " (stage, microbatch) units of " + number_text(bytes_per_unit) +
+         (bytes_per_unit == 1 ? " byte" : " bytes") + "), more than the tool's " + number_text(memory_budget >> 30) + " GiB: " + std::string{advice});
+}
+
 std::string read_input(std::string_view path) {
     const bool standard_input = path == "-";
     const std::string name = standard_input ? std::string{"standard input"} : file_label(path);

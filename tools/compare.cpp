@@ -62,6 +62,9 @@ int run_compare(const parsed_args& args) {
     }
     const std::uint32_t p = ranks ? *ranks : static_cast<std::uint32_t>(file->guess.ranks);
     const std::uint32_t m = microbatches ? *microbatches : file->guess.microbatches;
+    // One schedule at a time; the multi-chunk ones, at v chunks, hold the most.
+    require_memory_budget({p, m, v}, pipesched::structure_check_bytes_per_unit, "compare",
+                          "use fewer ranks or microbatches");
     std::vector<std::array<std::string, 7>> rows;
     rows.push_back({"schedule", "chunks", "bubble", "makespan", "peak max", "peak rank 0", "note"});
     /// The numbers of one simulated row; false (row left as "-") if the result overflowed.
@@ -114,7 +117,8 @@ const command_spec compare_command{"compare", "bubble, makespan and peak activat
      "Simulates every schedule that accepts the shape (single-chunk schedules with one chunk) and\n"
      "prints one row each: bubble fraction, makespan, and peak activations in microbatches of one\n"
      "rank's activations (the maximum over ranks and on rank 0). With --csv FILE the file's\n"
-     "schedule is the last row, compared at its own shape.",
+     "schedule is the last row, compared at its own shape. A shape whose replay would hold more\n"
+     "than 4 GiB (1 byte per stage and microbatch) is refused with exit 2.",
      compare_flags, run_compare};
 
 } // namespace pipesched::cli

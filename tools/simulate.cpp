@@ -156,6 +156,22 @@ int run_simulate_csv(const parsed_args& args, std::string_view format, const cos
     return finish_output(out);
 }
 
+/// What the replay of one format holds per (stage, microbatch) unit (memory_budget): the
+/// structural checks; for the iteration, its checks; for text, also the timeline's records of
+/// up to three actions per unit (F, I, W) in a vector that may hold twice what it uses.
+constexpr std::uint64_t memory_per_unit(std::string_view format, bool whole_iteration) {
+    if (whole_iteration)
+        return pipesched::iteration_check_bytes_per_unit;
+    if (format == "text")
+        return pipesched::structure_check_bytes_per_unit + 2 * 3 * sizeof(pipesched::timed_action);
+    return pipesched::structure_check_bytes_per_unit;
+}
+
+// The help text below and README.md give these numbers.
+static_assert(memory_budget == std::uint64_t{4} << 30 && memory_per_unit("json", false) == 1 &&
+                  memory_per_unit("text", false) == 241 && memory_per_unit("chrome", true) == 37,
+              "update simulate's and compare's help texts and README.md (Command line) to the memory estimates");
+
 int run_simulate(const parsed_args& args) {
     const cost_request costs = read_costs(args);
     const std::string format = format_choice(args, {"text", "json", "chrome"});
@@ -170,6 +186,10 @@ int run_simulate(const parsed_args& args) {
     const schedule_request req = read_schedule(args);
     return with_requested_schedule(req, [&](const auto& pol) -> int {
         using policy = std::remove_cvref_t<decltype(pol)>;
+        require_memory_budget(pol.shape, memory_per_unit(format, args.get("iteration").has_value()),
+                              "simulate --format " + format + (args.get("iteration") ? " --iteration" : ""),
+                              format == "text" ? "--format json or chrome keep no timeline; or fewer ranks, chunks or microbatches"
+                                               : "use fewer ranks, chunks or microbatches");
         const std::string_view name = pipesched::display_name(pipesched::info(req.id));
         pipesched::cost_model model = cost_model_for(costs, pol.shape.chunks);
         model.fill_with_weight = args.get("fill-w").has_value();
@@ -229,7 +249,9 @@ const command_spec simulate_command{"simulate", "replay a schedule on a cost mod
      "Replays the schedule (or, with --csv FILE, a schedule read from PyTorch CSV) with the given\n"
      "costs. text: a timeline (one row per rank, '.' idle) and the summary; json: {makespan,\n"
      "bubble_fraction, peak_activations, busy, idle} per rank; chrome: trace-event JSON for\n"
-     "ui.perfetto.dev or chrome://tracing, written as it is produced.",
+     "ui.perfetto.dev or chrome://tracing, written as it is produced. A shape whose replay would\n"
+     "hold more than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 37 with\n"
+     "--iteration) is refused with exit 2.",
      simulate_flags, run_simulate};
 
 } // namespace pipesched::cli

@@ -964,6 +964,12 @@ inline problem make_problem(const shape& s, const pipeline_costs& costs, const p
 }
 
 inline constexpr std::uint64_t max_units = std::uint64_t{1} << 20;
+/// The heuristic's variants and the list scheduler step through the stages at every action,
+/// so the search takes time in proportion to p^2 m (measured, g++ -O3 on the machine of
+/// benchmarks/README.md: 1.7 s at p = 32, m = 1024; 22 s at p = 128, m = 1024; 30 s at
+/// p = 256, m = 256), about 90 s at this bound; p = m = 1024, within max_units, would take
+/// about 20 minutes.
+inline constexpr std::uint64_t max_work = std::uint64_t{1} << 26;
 
 /// "" if the input is usable, else what is wrong with it.
 inline std::string check_input(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory) {
@@ -972,6 +978,10 @@ inline std::string check_input(const shape& s, const pipeline_costs& costs, cons
     // The search keeps O(pm) arrays and runs the greedy O(pm) times p at most: bound both.
     if (std::uint64_t{s.ranks} * s.microbatches > max_units) {
         return "ranks * microbatches must be at most 1048576 (2^20) for autoschedule";
+    }
+    if (std::uint64_t{s.ranks} * s.ranks * s.microbatches > max_work) {
+        return "ranks^2 * microbatches must be at most 67108864 (2^26) for autoschedule: its search "
+               "time grows with it";
     }
     if (!costs.per_stage.empty() && costs.per_stage.size() != s.ranks) {
         return "per-stage costs: expected " + std::to_string(s.ranks) + " stages, got " +

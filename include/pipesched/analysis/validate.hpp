@@ -58,7 +58,8 @@ concept action_source = requires(const S& s, std::uint32_t rank) {
 namespace detail {
 
 // Per-unit state bits for the first (count/order) pass and the second (replay) pass.
-enum unit_bits : std::uint8_t {
+using unit_flags = std::uint8_t;
+enum unit_bits : unit_flags {
     seen_f = 1,
     seen_b = 2,
     seen_i = 4,
@@ -346,7 +347,7 @@ private:
     const Source& src_;
     std::uint32_t stages_;
     std::uint32_t microbatches_;
-    std::vector<std::uint8_t> bits_;
+    std::vector<unit_flags> bits_;
     std::vector<std::uint32_t> owner_;
     verdict result_{};
     pair_step pair_state_ = pair_none; ///< first pass, current rank
@@ -435,6 +436,10 @@ private:
 };
 
 } // namespace detail
+
+/// What validate()'s and simulate()'s structural checks hold per (stage, microbatch) unit, in
+/// bytes: its flags. A caller that bounds its memory (the command-line tool) sizes with it.
+inline constexpr std::size_t structure_check_bytes_per_unit = sizeof(detail::unit_flags);
 
 /// Validates any action source.
 template <action_source Source>

@@ -148,6 +148,22 @@ template <class Source>
 /// whose own (timed) replay detects deadlocks.
 enum replay_choice : bool { without_replay = false, with_replay = true };
 
+/// What the iteration checks keep per (stage, microbatch) unit: iteration_validator's flags,
+/// and the positions and channel sequence numbers of the unit's sends and receives (the rank
+/// of each is the owner of its stage).
+struct iteration_unit_state {
+    std::uint16_t flags = 0;
+    // Position of the send on its rank and sequence numbers on its channel.
+    std::uint32_t activation_send_index = 0;
+    std::uint32_t gradient_send_index = 0;
+    std::uint32_t activation_send_seq = 0;
+    std::uint32_t activation_recv_seq = 0;
+    std::uint32_t gradient_send_seq = 0;
+    std::uint32_t gradient_recv_seq = 0;
+    std::uint32_t activation_recv_index = 0; // position of the receive on its rank
+    std::uint32_t gradient_recv_index = 0;
+};
+
 template <class Source>
 class iteration_validator {
 public:
@@ -253,20 +269,7 @@ private:
         posted_activation = 256, // replay: the send has run
         posted_gradient = 512,
     };
-    struct unit_state {
-        std::uint16_t flags = 0;
-        // Position of the send (rank, index) and sequence numbers on its channel.
-        std::uint32_t activation_send_rank = 0;
-        std::uint32_t activation_send_index = 0;
-        std::uint32_t gradient_send_rank = 0;
-        std::uint32_t gradient_send_index = 0;
-        std::uint32_t activation_send_seq = 0;
-        std::uint32_t activation_recv_seq = 0;
-        std::uint32_t gradient_send_seq = 0;
-        std::uint32_t gradient_recv_seq = 0;
-        std::uint32_t activation_recv_index = 0; // position of the receive on its rank
-        std::uint32_t gradient_recv_index = 0;
-    };
+    using unit_state = iteration_unit_state;
     struct channel {
         std::uint32_t peer;
         op kind;
@@ -394,7 +397,6 @@ private:
                 const auto flag = act ? sent_activation : sent_gradient;
                 if (u.flags & flag) return fail(verdict_code::duplicate, r, i, e);
                 u.flags |= flag;
-                (act ? u.activation_send_rank : u.gradient_send_rank) = r;
                 (act ? u.activation_send_index : u.gradient_send_index) = i;
                 (act ? u.activation_send_seq : u.gradient_send_seq) = next_seq(channels, e.peer, e.kind);
                 break;
@@ -604,6 +606,11 @@ private:
 };
 
 } // namespace detail
+
+/// What validate(iteration) and simulate(iteration) hold per (stage, microbatch) unit, in bytes:
+/// the iteration checks' state of the unit and the compute projection's structural checks.
+inline constexpr std::size_t iteration_check_bytes_per_unit =
+    sizeof(detail::iteration_unit_state) + structure_check_bytes_per_unit;
 
 /// Validates one whole iteration: the schedule's compute, then the iteration rules above.
 template <schedule_policy P>
