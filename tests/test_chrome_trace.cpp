@@ -337,10 +337,13 @@ std::vector<std::string> sorted_events(const std::string& text, std::string_view
     return out;
 }
 
-template <class P>
-void check_stream_matches_batch(const P& pol) {
+/// Takes the policy as an any_schedule: the stream and the batch writer are compared on the
+/// policy's events, and are compiled per placement rather than per policy type.
+template <ps::placement L>
+void check_stream_matches_batch(const ps::any_schedule<L>& pol) {
+    using P = ps::any_schedule<L>;
     const ps::shape dims = pol.shape;
-    INFO(P::name << " p=" << dims.ranks << " m=" << dims.microbatches << " v=" << dims.chunks);
+    INFO(pol.policy_name() << " p=" << dims.ranks << " m=" << dims.microbatches << " v=" << dims.chunks);
     ps::cost_model costs{};
     costs.p2p_latency = 0.25;
     const std::string batch = run(pol, costs).str({.process_name = "x"});
@@ -382,10 +385,12 @@ void check_stream_matches_batch(const P& pol) {
 TEST_CASE("chrome trace stream: the batch writer's slices and metadata, flows matched by id") {
     for (std::uint32_t p = 1; p <= 4; ++p) {
         for (std::uint32_t m = 1; m <= 9; m += 4) {
-            check_stream_matches_batch(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
-            check_stream_matches_batch(ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}});
-            check_stream_matches_batch(ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = 2}});
-            if (m >= 2 * p) check_stream_matches_batch(ps::dualpipe_v{{.ranks = p, .microbatches = m, .chunks = 2}});
+            using loop = ps::any_schedule<ps::placement::loop>;
+            using v_shape = ps::any_schedule<ps::placement::v_shape>;
+            check_stream_matches_batch(loop{ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}}});
+            check_stream_matches_batch(loop{ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}}});
+            check_stream_matches_batch(loop{ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = 2}}});
+            if (m >= 2 * p) check_stream_matches_batch(v_shape{ps::dualpipe_v{{.ranks = p, .microbatches = m, .chunks = 2}}});
         }
     }
 }
