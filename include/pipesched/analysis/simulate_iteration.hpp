@@ -175,7 +175,9 @@ public:
           arrival_(2 * std::size_t{src.shape().stages()} * src.shape().microbatches, unset),
           posted_(2 * std::size_t{src.shape().stages()} * src.shape().microbatches, unset) {}
 
-    constexpr iteration_simulation run(verdict check) {
+    /// Replays when `check` (the validation's verdict) allows it; `norm_ranks` is how many
+    /// ranks have a grad_norm, which the validation counted (iteration_validator::ranks_with_norm).
+    constexpr iteration_simulation run(verdict check, std::uint32_t norm_ranks) {
         iteration_simulation out{};
         out.check = check;
         if (!replayable(check.code)) return out;
@@ -183,7 +185,7 @@ public:
         out.ranks.assign(p, iteration_rank_summary{});
         state_.assign(p, rank_state{});
         for (std::uint32_t r = 0; r < p; ++r) state_[r].cursor = src_.cursor(r);
-        norm_ranks_ = ranks_with_grad_norm(src_);
+        norm_ranks_ = norm_ranks;
         out_ = &out;
         replay_engine<iteration_simulator> engine{*this};
         engine.run();
@@ -465,17 +467,31 @@ namespace detail {
 /// try runs the rules in one pass (iteration_validator::run_one_pass, which leaves out the
 /// compute projection's own replay and walks the events once, not three times); if anything
 /// fails, or the replay does not finish, the full path below gives the verdict, as always.
+/// The validator is gone before the simulator is built, so the two tables per (stage,
+/// microbatch) are not held at once (iteration_check_bytes_per_unit).
 template <class Source, class Costs, class Sink>
 constexpr iteration_simulation checked_iteration_replay(const Source& src, const Costs& costs, Sink& sink) {
-    if constexpr (std::is_same_v<Sink, discard_events>) {
+    verdict check{};
+    std::uint32_t norm_ranks = 0;
+    const auto validate = [&](bool one_pass) {
         iteration_validator<Source> rules{src};
-        if (rules.run_one_pass()) {
-            iteration_simulation first = iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(rules.first_rule_violation());
+        if (one_pass) {
+            if (!rules.run_one_pass()) return false;
+            check = rules.first_rule_violation();
+        } else {
+            check = rules.run(without_replay);
+        }
+        norm_ranks = rules.ranks_with_norm();
+        return true;
+    };
+    if constexpr (std::is_same_v<Sink, discard_events>) {
+        if (validate(true)) {
+            iteration_simulation first = iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(check, norm_ranks);
             if (first.replayed) return first;
         }
     }
-    const verdict check = iteration_validator<Source>{src}.run(without_replay);
-    return iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(check);
+    validate(false);
+    return iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(check, norm_ranks);
 }
 } // namespace detail
 
@@ -487,7 +503,7 @@ template <schedule_policy P, iteration_costs Costs, class Sink>
         verdict check{};
         check.code = verdict_code::invalid_shape;
         check.shape_message = c.message;
-        return detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(check);
+        return detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(check, 0);
     }
     return detail::checked_iteration_replay(src, costs, sink);
 }
@@ -508,7 +524,7 @@ template <iteration_costs Costs, class Sink>
         verdict check{};
         check.code = verdict_code::invalid_shape;
         check.shape_message = c.message;
-        return detail::iteration_simulator<event_lists, Costs, Sink>{src, costs, sink}.run(check);
+        return detail::iteration_simulator<event_lists, Costs, Sink>{src, costs, sink}.run(check, 0);
     }
     return detail::checked_iteration_replay(src, costs, sink); // as validate_events()'s verdict
 }

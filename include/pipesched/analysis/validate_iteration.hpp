@@ -128,22 +128,6 @@ private:
     const Source& src_;
 };
 
-/// How many ranks of an event source run a grad_norm: the collective waits for all of them,
-/// and forever if some rank has none (both iteration replays).
-template <class Source>
-[[nodiscard]] constexpr std::uint32_t ranks_with_grad_norm(const Source& src) {
-    std::uint32_t count = 0;
-    for (std::uint32_t r = 0; r < src.ranks(); ++r) {
-        for (auto c = src.cursor(r); !c.done(); c.advance()) {
-            if (c.current().kind == op::grad_norm) {
-                ++count;
-                break;
-            }
-        }
-    }
-    return count;
-}
-
 /// iteration_validator::run(without_replay): every rule but the deadlock replay, for a caller
 /// whose own (timed) replay detects deadlocks.
 enum replay_choice : bool { without_replay = false, with_replay = true };
@@ -254,6 +238,9 @@ public:
     /// The first of the rules an iteration replay can still time (stale_update,
     /// grad_sync_before_backward, loss_misplaced, recompute_misplaced), or valid.
     [[nodiscard]] constexpr const verdict& first_rule_violation() const noexcept { return first_rule_violation_; }
+    /// Ranks with a grad_norm, the collective's members, as the per-rank pass counted them
+    /// (complete when the verdict is one a replay can time).
+    [[nodiscard]] constexpr std::uint32_t ranks_with_norm() const noexcept { return ranks_with_norm_; }
 
 private:
     // Per unit (stage, microbatch): what this pass has seen, and the p2p bookkeeping.
