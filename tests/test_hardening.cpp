@@ -85,6 +85,22 @@ TEST_CASE("a policy whose check() rejects its shape cannot be used: every entry 
     CHECK(ps::simulate(dual).check.code == ps::verdict_code::invalid_shape);
     CHECK(ps::validate(ps::iteration{dual}).code == ps::verdict_code::invalid_shape);
     CHECK(ps::simulate(ps::iteration{dual}).check.code == ps::verdict_code::invalid_shape);
+
+    // ...also when the shape is far beyond any memory: nothing is sized by a refused shape (the
+    // iteration replay's tables once were, 32 bytes per stage and microbatch: std::bad_alloc).
+    const ps::shape huge{.ranks = 100000, .microbatches = 65536, .chunks = 200};
+    const ps::simulation huge_summary = ps::simulate(ps::one_f_one_b<>{huge});
+    CHECK(huge_summary.check.code == ps::verdict_code::invalid_shape);
+    const ps::iteration_simulation huge_iteration = ps::simulate(ps::iteration{ps::one_f_one_b<>{huge}});
+    CHECK(huge_iteration.check.code == ps::verdict_code::invalid_shape);
+    CHECK(huge_iteration.check.shape_message == "ranks must be at most 65535");
+    const std::vector<std::vector<ps::event>> no_events(1);
+    ps::discard_events none_events;
+    const ps::iteration_simulation huge_lists =
+        ps::simulate_events(no_events, huge, ps::placement::loop, ps::iteration_cost_model{}, none_events);
+    CHECK(huge_lists.check.code == ps::verdict_code::invalid_shape);
+    CHECK_FALSE(huge_lists.replayed);
+    CHECK(huge_lists.ranks.empty());
 }
 
 TEST_CASE("a valid policy: ranks and indices outside it are contract violations, inside it nothing changes") {

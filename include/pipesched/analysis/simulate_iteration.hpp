@@ -493,18 +493,22 @@ constexpr iteration_simulation checked_iteration_replay(const Source& src, const
     validate(false);
     return iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(check, norm_ranks);
 }
+
+/// The answer for a shape a check refused, without building the replay: its tables are sized
+/// by that shape, which may be anything (ranks x chunks x microbatches beyond any memory).
+[[nodiscard]] constexpr iteration_simulation shape_refused(const shape_check& c) {
+    iteration_simulation out{};
+    out.check.code = verdict_code::invalid_shape;
+    out.check.shape_message = c.message;
+    return out;
+}
 } // namespace detail
 
 template <schedule_policy P, iteration_costs Costs, class Sink>
 [[nodiscard]] constexpr iteration_simulation simulate(const iteration<P>& it, const Costs& costs, Sink& sink) {
     using source = detail::policy_events<iteration<P>>;
     const source src{it};
-    if (const shape_check c = it.check(); !c) {
-        verdict check{};
-        check.code = verdict_code::invalid_shape;
-        check.shape_message = c.message;
-        return detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(check, 0);
-    }
+    if (const shape_check c = it.check(); !c) return detail::shape_refused(c);
     return detail::checked_iteration_replay(src, costs, sink);
 }
 
@@ -520,12 +524,7 @@ template <iteration_costs Costs, class Sink>
                                                              shape dims, placement layout,
                                                              const Costs& costs, Sink& sink) {
     const event_lists src{per_rank, dims, layout};
-    if (const shape_check c = check_common(dims); !c) {
-        verdict check{};
-        check.code = verdict_code::invalid_shape;
-        check.shape_message = c.message;
-        return detail::iteration_simulator<event_lists, Costs, Sink>{src, costs, sink}.run(check, 0);
-    }
+    if (const shape_check c = check_common(dims); !c) return detail::shape_refused(c);
     return detail::checked_iteration_replay(src, costs, sink); // as validate_events()'s verdict
 }
 
