@@ -294,7 +294,8 @@ void require_memory_budget(const pipesched::shape& s, std::uint64_t bytes_per_un
     fail(std::string{what} + " needs about " + number_text(gib) + " GiB for ranks=" + number_text(s.ranks) +
          " chunks=" + number_text(s.chunks) + " microbatches=" + number_text(s.microbatches) + " (" +
          number_text(units) + " (stage, microbatch) units of " + number_text(bytes_per_unit) +
-         (bytes_per_unit == 1 ? " byte" : " bytes") + "), more than the tool's " + number_text(memory_budget >> 30) + " GiB: " + std::string{advice});
+         (bytes_per_unit == 1 ? " byte" : " bytes") + "), more than the tool's " +
+         number_text(memory_budget >> 30) + " GiB: " + std::string{advice});
 }
 
 std::string read_input(std::string_view path) {

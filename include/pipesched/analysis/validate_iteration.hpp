@@ -594,8 +594,10 @@ private:
 
 } // namespace detail
 
-/// What validate(iteration) and simulate(iteration) hold per (stage, microbatch) unit, in bytes:
-/// the iteration checks' state of the unit and the compute projection's structural checks.
+/// What validate(iteration) and simulate(iteration) hold per (stage, microbatch) unit at most, in
+/// bytes: the iteration checks' state of the unit and the compute projection's structural
+/// checks. simulate(iteration)'s replay, which runs after the checks are gone, holds less (two
+/// arrival and two posting times, 32 bytes).
 inline constexpr std::size_t iteration_check_bytes_per_unit =
     sizeof(detail::iteration_unit_state) + structure_check_bytes_per_unit;
 
