@@ -24,6 +24,7 @@ namespace {
 namespace ps = pipesched;
 using pipesched_test::for_each_accepted_schedule;
 using pipesched_test::identical;
+using pipesched_test::recording_events;
 using pipesched_test::recording_timeline;
 
 bool same_records(const std::vector<ps::timed_action>& a, const std::vector<ps::timed_action>& b) {
@@ -188,11 +189,6 @@ bool same_verdict(const std::vector<std::vector<ps::event>>& lists, ps::shape di
            fast.rank == reference.rank && fast.index == reference.index && fast.subject == reference.subject &&
            fast.other_rank == reference.other_rank && fast.cycle_length == reference.cycle_length;
 }
-
-struct recording_events {
-    std::vector<ps::timed_event> records;
-    void push(const ps::timed_event& t) { records.push_back(t); }
-};
 
 /// simulate_events() without a timeline (its first try when the rules pass) against the full
 /// path, which a timeline sink takes.

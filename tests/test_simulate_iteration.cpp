@@ -87,10 +87,7 @@ TEST_CASE("simulate iteration: bandwidth, grad norm collective, optimizer, param
     ps::iteration_options o{};
     o.param_gather = ps::param_gather_mode::after_step;
     const ps::iteration it{ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}}, o};
-    struct collect {
-        std::vector<ps::timed_event> seen;
-        void push(const ps::timed_event& t) { seen.push_back(t); }
-    } timeline;
+    pipesched_test::recording_events timeline;
     const auto s = ps::simulate(it, costs, timeline);
     REQUIRE(s.replayed);
     // By hand: rank 0 F0 [0,1] F1 [1,2]; rank 1 gets mb0 at 1.5: F0 [1.5,2.5] B0 [2.5,4.5];
@@ -107,12 +104,12 @@ TEST_CASE("simulate iteration: bandwidth, grad norm collective, optimizer, param
     CHECK(near(s.ranks[0].exposed[static_cast<std::size_t>(ps::comm_kind::p2p)], 1.0));
     CHECK(near(s.ranks[1].exposed[static_cast<std::size_t>(ps::comm_kind::p2p)], 0.5));
     std::size_t comm_events = 0;
-    for (const auto& t : timeline.seen) {
+    for (const auto& t : timeline.records) {
         CHECK(t.end >= t.start);
         if (t.comm_stream) ++comm_events;
     }
     CHECK(comm_events == 2 + 2 + 2 + 2); // 4 sends, 2 syncs, 2 gathers
-    CHECK(timeline.seen.size() == ps::event_count(it));
+    CHECK(timeline.records.size() == ps::event_count(it));
 }
 
 TEST_CASE("simulate iteration: a stale order still replays, and says it is stale") {

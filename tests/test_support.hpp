@@ -214,6 +214,12 @@ struct recording_timeline {
     void push(const ps::timed_action& t) { records.push_back(t); }
 };
 
+/// The same for the iteration replay's timed events.
+struct recording_events {
+    std::vector<ps::timed_event> records;
+    void push(const ps::timed_event& t) { records.push_back(t); }
+};
+
 /// Calls f(policy) for every catalogued schedule, both backward kinds, every p in `ranks` and m
 /// in `microbatches` (two chunks for the multi-chunk schedules) whose shape the schedule accepts.
 /// The policy is an any_schedule holding the catalogued one (the same events: test_any_schedule.cpp),
