@@ -8,12 +8,16 @@
 #include <pipesched/io/csv.hpp>
 #include <pipesched/iteration.hpp>
 #include <pipesched/pipesched.hpp>
+#include <pipesched/detail/v_controllable.hpp>
+#include <pipesched/policies/v_controllable.hpp>
 #include <pipesched/policies/v_half.hpp>
 #include <pipesched/policies/v_min.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -115,3 +119,49 @@ TEST_CASE("explicit schedules (V-Min, an autoschedule result) export to Chakra l
 }
 
 } // namespace
+
+TEST_CASE("V-Min and V-Half's shared pieces: detail/v_controllable.hpp and policies/v_controllable.hpp") {
+    namespace vc = ps::detail::v_controllable;
+    // The building block's slots (F chunk 0, F chunk 1, I chunk 1, I chunk 0), by hand from the
+    // paper's offsets. V-Min, p = 3 (3 divides p: d = 2): r, 2p-1-r, 2p+d+r, 4p+d-1-r.
+    const auto min3 = vc::building_block(vc::memory_setup::min, 3);
+    REQUIRE(min3.size() == 3);
+    CHECK(min3[0] == std::array<std::int64_t, 4>{0, 5, 8, 13});
+    CHECK(min3[2] == std::array<std::int64_t, 4>{2, 3, 10, 11});
+    // p = 4 (d = 0): rank 1 gets 1, 6, 9, 14.
+    CHECK(vc::building_block(vc::memory_setup::min, 4)[1] == std::array<std::int64_t, 4>{1, 6, 9, 14});
+    // V-Half, p = 2 (2 divides p: d = 3): 2r, 3p-2-r, 3p+d+2r-1, 6p+d-2-r.
+    const auto half2 = vc::building_block(vc::memory_setup::half, 2);
+    CHECK(half2[0] == std::array<std::int64_t, 4>{0, 4, 8, 13});
+    CHECK(half2[1] == std::array<std::int64_t, 4>{2, 3, 10, 12});
+
+    // peak_memory: F +1, an explicit W -1; without W lists every empty slot runs a pending W.
+    // F0 at 0, I1 at 1, (empty 2), F1 at 3, I0 at 5: the W pending from slot 1 runs in slot 2.
+    const vc::rank_slots implicit_w{{0}, {3}, {1}, {5}};
+    CHECK(vc::peak_memory(implicit_w) == 1);
+    // The same with both W's placed explicitly after the last I: nothing frees slot 2's memory.
+    const vc::rank_slots explicit_w{{0}, {3}, {1}, {5}, {6}, {7}};
+    CHECK(vc::peak_memory(explicit_w) == 2);
+
+    // The generator is what the policies store, event for event.
+    const auto orders = vc::generate(vc::memory_setup::half, 3, 5);
+    const ps::v_half half{{.ranks = 3, .microbatches = 5, .chunks = 2}};
+    REQUIRE(orders.size() == 3);
+    for (std::uint32_t r = 0; r < 3; ++r) {
+        std::vector<ps::event> stored;
+        for (const ps::event e : ps::events(half, r)) stored.push_back(e);
+        CHECK(stored == orders[r]);
+    }
+
+    // The shared policy template's shape rules, with each setup's own name in the message.
+    using min_schedule = ps::detail::v_controllable_schedule<vc::memory_setup::min>;
+    using half_schedule = ps::detail::v_controllable_schedule<vc::memory_setup::half>;
+    CHECK(std::string{half_schedule::check_shape({.ranks = 4, .microbatches = 8, .chunks = 1}).message} ==
+          "V-Half runs two chunks per rank in a V: chunks must be 2");
+    CHECK(std::string{min_schedule::check_shape({.ranks = 2048, .microbatches = 1024, .chunks = 2}).message} ==
+          "V-Min stores its order: ranks * microbatches must be at most 2^20");
+    CHECK(std::string{half_schedule::check_shape({.ranks = 2048, .microbatches = 1024, .chunks = 2}).message} ==
+          "V-Half stores its order: ranks * microbatches must be at most 2^20");
+    CHECK(min_schedule::check_shape({.ranks = 1024, .microbatches = 1024, .chunks = 2}));
+    CHECK_FALSE(min_schedule::check_shape({.ranks = 1024, .microbatches = 1025, .chunks = 2}));
+}
