@@ -21,7 +21,7 @@ namespace {
 
 namespace ps = pipesched;
 
-constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double infinity = std::numeric_limits<double>::infinity();
 
 // ---------------------------------------------------------------------------------------------
 // Memory model: F adds M_B, I releases M_B - M_W, W releases M_W, B releases M_B.
@@ -215,7 +215,7 @@ struct replayed {
 };
 
 template <class P>
-replayed replay(const P& pol, const ps::shape& s, const ps::pipeline_costs& c, const ps::pipeline_memory& m) {
+replayed replay_schedule(const P& pol, const ps::shape& s, const ps::pipeline_costs& c, const ps::pipeline_memory& m) {
     const std::vector<ps::stage_costs> per = ps::to_stage_costs(s, c, m);
     ps::cost_model model{};
     model.per_stage = per;
@@ -232,11 +232,11 @@ replayed replay(const P& pol, const ps::shape& s, const ps::pipeline_costs& c, c
     return out;
 }
 
-bool near(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); }
+bool near_relative(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); }
 
 TEST_CASE("autoschedule: exact small cases by hand") {
     SUBCASE("one rank: no bubble") {
-        const auto r = ps::autoschedule({1, 2, 1}, uniform_costs(1, 1, 1, 0), limit_of(inf));
+        const auto r = ps::autoschedule({1, 2, 1}, uniform_costs(1, 1, 1, 0), limit_of(infinity));
         REQUIRE(r);
         CHECK(r.span == 6.0);
         CHECK(r.makespan == 6.0);
@@ -245,7 +245,7 @@ TEST_CASE("autoschedule: exact small cases by hand") {
     }
     SUBCASE("two ranks, one microbatch") {
         // F(0) 0-1, F(1) 1-2, I(1) 2-3, W(1) 3-4, I(0) 3-4, W(0) 4-5: rank 0 spans 0..5.
-        const auto r = ps::autoschedule({2, 1, 1}, uniform_costs(1, 1, 1, 0), limit_of(inf));
+        const auto r = ps::autoschedule({2, 1, 1}, uniform_costs(1, 1, 1, 0), limit_of(infinity));
         REQUIRE(r);
         CHECK(r.span == 5.0);
         CHECK(r.makespan == 5.0);
@@ -255,7 +255,7 @@ TEST_CASE("autoschedule: exact small cases by hand") {
         CHECK(ps::write_csv(r.schedule) == "0F0,0I0,0W0\n1F0,1I0,1W0\n");
     }
     SUBCASE("p2p time on both crossings") {
-        const auto r = ps::autoschedule({2, 1, 1}, uniform_costs(1, 1, 1, 0.5), limit_of(inf));
+        const auto r = ps::autoschedule({2, 1, 1}, uniform_costs(1, 1, 1, 0.5), limit_of(infinity));
         REQUIRE(r);
         CHECK(r.span == 6.0); // 0..1 F, 1.5..2.5 F, 2.5..3.5 I, 4..5 I, 5..6 W on rank 0
         CHECK(r.makespan == 6.0);
@@ -329,7 +329,7 @@ TEST_CASE("autoschedule: property grid (valid, within memory, same numbers as th
     for (std::uint32_t p = 1; p <= 5; ++p) {
         for (const std::uint32_t m : {1u, 2u, 3u, 5u, 7u}) {
             for (const cost_case& cc : cost_cases(p)) {
-                for (const double limit : {1.0, 2.0, static_cast<double>(p), 2.0 * p, inf}) {
+                for (const double limit : {1.0, 2.0, static_cast<double>(p), 2.0 * p, infinity}) {
                     INFO("p=" << p << " m=" << m << " costs=" << cc.name << " limit=" << limit);
                     const ps::shape s{p, m, 1};
                     const auto mem = limit_of(limit);
@@ -338,10 +338,10 @@ TEST_CASE("autoschedule: property grid (valid, within memory, same numbers as th
                     const auto r = ps::autoschedule(s, cc.costs, mem, fast);
                     REQUIRE(r);
                     REQUIRE(ps::validate(r.schedule));
-                    const replayed x = replay(r.schedule, s, cc.costs, mem);
+                    const replayed x = replay_schedule(r.schedule, s, cc.costs, mem);
                     REQUIRE(x.valid);
-                    CHECK(near(x.span, r.span));
-                    CHECK(near(x.makespan, r.makespan));
+                    CHECK(near_relative(x.span, r.span));
+                    CHECK(near_relative(x.makespan, r.makespan));
                     CHECK(x.peak == r.peak_memory);
                     for (const double peak : x.peak) CHECK(peak <= limit);
                     CHECK(r.heuristic_span > 0.0);
@@ -354,11 +354,11 @@ TEST_CASE("autoschedule: property grid (valid, within memory, same numbers as th
                     CHECK(r.span >= work - 1e-9);
                     CHECK(r.lower_bound >= work - 1e-9);
                     CHECK(r.lower_bound <= r.span + 1e-9);
-                    CHECK(near(r.bubble_fraction, (r.span - work) / r.span));
+                    CHECK(near_relative(r.bubble_fraction, (r.span - work) / r.span));
                     // Never worse than a handcrafted order that fits.
                     const ps::zb_h1 h1{s};
                     if (h1.check()) {
-                        const replayed y = replay(h1, s, cc.costs, mem);
+                        const replayed y = replay_schedule(h1, s, cc.costs, mem);
                         if (std::all_of(y.peak.begin(), y.peak.end(), [&](double q) { return q <= limit; })) {
                             CHECK(r.span <= y.span + 1e-9);
                         }
@@ -410,7 +410,7 @@ void any_order_sequences(std::uint32_t m, std::vector<std::pair<ps::op, std::uin
 template <class Seq, class ToActions>
 double brute_force(const std::vector<Seq>& options, std::uint32_t p, std::uint32_t m, const ps::pipeline_costs& c,
                    const ps::pipeline_memory& mem, ToActions to_actions) {
-    double best = inf;
+    double best = infinity;
     std::vector<std::size_t> pick(p, 0);
     const std::vector<ps::stage_costs> per = ps::to_stage_costs({p, m, 1}, c, mem);
     ps::cost_model model{};
@@ -441,8 +441,8 @@ TEST_CASE("autoschedule: a per-stage template, by hand") {
     // p = 2, m = 3. Stage 0: two warm-up F's, W's at once: F F, then I F W, I W, I W.
     // Stage 1: one warm-up F, one W deferred: F, I F, I F W, I W, and the deferred W.
     namespace as = ps::detail::autosched;
-    const as::problem pr = as::make_problem({2, 3, 1}, uniform_costs(1, 1, 1, 0), limit_of(inf));
-    const std::vector<double> cap(2, inf);
+    const as::problem pr = as::make_problem({2, 3, 1}, uniform_costs(1, 1, 1, 0), limit_of(infinity));
+    const std::vector<double> cap(2, infinity);
     const std::vector<as::stage_template> tp{{2, 0, false}, {1, 1, false}};
     const as::order o = as::templated(pr, cap, tp);
     CHECK(ps::write_csv(as::to_schedule(pr, o)) == "0F0,0F1,0I0,0F2,0W0,0I1,0W1,0I2,0W2\n"
@@ -496,9 +496,9 @@ TEST_CASE("autoschedule: strictly better than the heuristic on a paper setting (
     CHECK((r.heuristic_span - work) / r.heuristic_span > 0.0025);
     CHECK(r.bubble_fraction < 0.0015);
     REQUIRE(ps::validate(r.schedule));
-    const replayed x = replay(r.schedule, {8, 24, 1}, costs, mem);
+    const replayed x = replay_schedule(r.schedule, {8, 24, 1}, costs, mem);
     REQUIRE(x.valid);
-    CHECK(near(x.span, r.span));
+    CHECK(near_relative(x.span, r.span));
     for (const double peak : x.peak) CHECK(peak <= 16 + 1e-9);
     const auto again = ps::autoschedule({8, 24, 1}, costs, mem);
     CHECK(ps::write_csv(again.schedule) == ps::write_csv(r.schedule)); // deterministic
@@ -523,10 +523,10 @@ TEST_CASE("autoschedule: limit 2p with M_B = M_W, the paper's times on p = 4, m 
         REQUIRE(optimum.proven_optimal);
         const auto r = ps::autoschedule({4, 8, 1}, costs, mem);
         REQUIRE(r);
-        CHECK(near(r.span, optimum.span));
+        CHECK(near_relative(r.span, optimum.span));
         CHECK(r.span >= optimum.lower_bound - 1e-9);
         if (md.heuristic_optimal) {
-            CHECK(near(r.heuristic_span, optimum.span));
+            CHECK(near_relative(r.heuristic_span, optimum.span));
         } else {
             CHECK(r.span < r.heuristic_span * (1 - 4e-4)); // 6.2B: 673.871 against 674.216
         }
@@ -551,14 +551,14 @@ TEST_CASE("autoschedule: optimal on tiny shapes, checked by exhaustive search") 
             return out;
         };
         for (const cost_case& cc : cost_cases(t.p)) {
-            for (const double limit : {1.0, 2.0, inf}) {
+            for (const double limit : {1.0, 2.0, infinity}) {
                 INFO("p=" << t.p << " m=" << t.m << " costs=" << cc.name << " limit=" << limit);
                 const auto mem = limit_of(limit);
                 const auto r = ps::autoschedule({t.p, t.m, 1}, cc.costs, mem);
                 REQUIRE(r);
                 CHECK(r.proven_optimal);
                 const double best = brute_force(seqs, t.p, t.m, cc.costs, mem, to_actions);
-                CHECK(near(r.span, best));
+                CHECK(near_relative(r.span, best));
                 CHECK(r.lower_bound <= best + 1e-9);
             }
         }
@@ -579,12 +579,12 @@ TEST_CASE("autoschedule: keeping each op's microbatches in order loses nothing o
             return out;
         };
         for (const cost_case& cc : cost_cases(p)) {
-            for (const double limit : {1.0, inf}) {
+            for (const double limit : {1.0, infinity}) {
                 INFO("p=" << p << " costs=" << cc.name << " limit=" << limit);
                 const auto mem = limit_of(limit);
                 const auto r = ps::autoschedule({p, 2, 1}, cc.costs, mem);
                 REQUIRE(r);
-                CHECK(near(r.span, brute_force(seqs, p, 2, cc.costs, mem, to_actions)));
+                CHECK(near_relative(r.span, brute_force(seqs, p, 2, cc.costs, mem, to_actions)));
             }
         }
     }
@@ -649,7 +649,7 @@ TEST_CASE("autoschedule: nothing fits, and bad input") {
           "invalid input: per-stage costs: expected 4 stages, got 3");
     ps::pipeline_costs bad_stage = costs;
     bad_stage.per_stage.assign(4, ps::stage_times{});
-    bad_stage.per_stage[2].backward_weight = inf;
+    bad_stage.per_stage[2].backward_weight = infinity;
     CHECK(ps::autoschedule({4, 8, 1}, bad_stage, limit_of(4)).message ==
           "invalid input: stage 2: T_W must be a finite number >= 0");
     CHECK(ps::autoschedule({4, 8, 1}, costs, limit_of(-1)).message ==

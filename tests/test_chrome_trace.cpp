@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +20,7 @@ namespace {
 
 using ps::backward_kind;
 using ps::op;
+using pipesched_test::lines_of;
 
 PIPESCHED_VERIFY(ps::timeline_sink<ps::chrome_trace_sink>);
 PIPESCHED_VERIFY(ps::trace_category(op::forward) == "forward");
@@ -41,18 +41,11 @@ PIPESCHED_VERIFY(ps::trace_tid(ps::trace_track::communication, 2, 4) == 6);
 PIPESCHED_VERIFY(ps::trace_tid(ps::trace_track::iteration, 2, 4) == 10);
 
 template <class P>
-ps::chrome_trace_sink run(const P& pol, const ps::cost_model& costs = {}) {
+ps::chrome_trace_sink trace_of(const P& pol, const ps::cost_model& costs = {}) {
     ps::chrome_trace_sink sink;
     const ps::simulation s = ps::simulate(pol, costs, sink);
     REQUIRE(s);
     return sink;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in{text};
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
 }
 
 /// The text of the first `"key":value` in a one-line event (quotes kept for strings).
@@ -81,7 +74,7 @@ std::vector<std::string> events_with(const std::vector<std::string>& lines, std:
 
 TEST_CASE("chrome trace: GPipe p=1 m=2, by hand") {
     // F = 1 unit = 1000 us, B = 2000 us, back to back; one rank, so no flows.
-    const auto sink = run(ps::gpipe<>{{.ranks = 1, .microbatches = 2, .chunks = 1}});
+    const auto sink = trace_of(ps::gpipe<>{{.ranks = 1, .microbatches = 2, .chunks = 1}});
     CHECK(sink.str() ==
           "{\"traceEvents\":[\n"
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pipesched\"}},\n"
@@ -105,7 +98,7 @@ TEST_CASE("chrome trace: 1F1B p=2 m=2, by hand") {
     // Four cross-rank dependencies: 0F0 -> 1F0, 0F1 -> 1F1, 1B0 -> 0B0, 1B1 -> 0B1, each
     // drawn from 1 us before the producer's end to 1 us after the consumer's start. Flows are
     // numbered in the order of their consumers (rank 0's first).
-    const auto sink = run(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}});
+    const auto sink = trace_of(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}});
     CHECK(sink.str() ==
           "{\"traceEvents\":[\n"
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pipesched\"}},\n"
@@ -158,12 +151,12 @@ std::size_t expected_flows(const P& pol) {
 }
 
 template <class P>
-void check_properties(const P& pol) {
+void check_trace_properties(const P& pol) {
     const ps::shape dims = pol.shape;
     INFO(P::name << " p=" << dims.ranks << " m=" << dims.microbatches << " v=" << dims.chunks);
     ps::cost_model costs{};
     costs.p2p_latency = 0.25;
-    const auto sink = run(pol, costs);
+    const auto sink = trace_of(pol, costs);
     const auto lines = lines_of(sink.str());
     const auto slices = events_with(lines, "X");
     const auto starts = events_with(lines, "s");
@@ -202,12 +195,12 @@ void check_properties(const P& pol) {
 TEST_CASE("chrome trace: events and flows over policies and shapes") {
     for (std::uint32_t p = 1; p <= 4; ++p) {
         for (std::uint32_t m = 1; m <= 9; m += 4) {
-            check_properties(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
-            check_properties(ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_trace_properties(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_trace_properties(ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}});
             for (std::uint32_t v = 2; v <= 3; ++v) {
-                check_properties(ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = v}});
+                check_trace_properties(ps::looped_bfs<>{{.ranks = p, .microbatches = m, .chunks = v}});
                 const ps::interleaved_1f1b<backward_kind::split> inter{{.ranks = p, .microbatches = m, .chunks = v}};
-                if (inter.check()) check_properties(inter);
+                if (inter.check()) check_trace_properties(inter);
             }
         }
     }
@@ -215,7 +208,7 @@ TEST_CASE("chrome trace: events and flows over policies and shapes") {
 
 TEST_CASE("chrome trace: a split backward is backward_input and backward_weight, not communication") {
     const ps::interleaved_1f1b<backward_kind::split> pol{{.ranks = 4, .microbatches = 8, .chunks = 2}};
-    const auto sink = run(pol);
+    const auto sink = trace_of(pol);
     const auto slices = events_with(lines_of(sink.str()), "X");
     std::map<std::string, std::size_t> by_category;
     for (const std::string& line : slices) {
@@ -280,7 +273,7 @@ TEST_CASE("chrome trace: p2p and iteration ops get tracks of their own") {
 }
 
 TEST_CASE("chrome trace: options, escaping and determinism") {
-    const auto sink = run(ps::one_f_one_b<>{{.ranks = 3, .microbatches = 4, .chunks = 1}});
+    const auto sink = trace_of(ps::one_f_one_b<>{{.ranks = 3, .microbatches = 4, .chunks = 1}});
     ps::trace_options o{};
     o.process_name = "1F1B \"p=3\" \\ m=4\n\t\x01";
     o.microseconds_per_unit = 0.5;
@@ -346,7 +339,7 @@ void check_stream_matches_batch(const ps::any_schedule<L>& pol) {
     INFO(pol.policy_name() << " p=" << dims.ranks << " m=" << dims.microbatches << " v=" << dims.chunks);
     ps::cost_model costs{};
     costs.p2p_latency = 0.25;
-    const std::string batch = run(pol, costs).str({.process_name = "x"});
+    const std::string batch = trace_of(pol, costs).str({.process_name = "x"});
     std::string streamed;
     std::size_t writes = 0;
     const auto write = [&](std::string_view piece) {

@@ -26,10 +26,8 @@ namespace {
 using ps::action_errc;
 using ps::csv_errc;
 using ps::op;
-
-constexpr ps::action act(std::uint32_t stage, op kind, std::uint32_t mb = 0, bool overlap = false) {
-    return ps::action{stage, kind, mb, overlap};
-}
+using pipesched_test::act;
+using pipesched_test::lines_of;
 
 // --- action text: communication actions -------------------------------------------------------
 
@@ -223,17 +221,6 @@ std::vector<std::vector<ps::action>> actions_of(const P& pol) {
             overlap = false;
             out[r].push_back(a);
         }
-    }
-    return out;
-}
-
-/// Splits a CSV text into its lines (without the '\n').
-std::vector<std::string_view> lines_of(std::string_view text) {
-    std::vector<std::string_view> out;
-    while (!text.empty()) {
-        const std::size_t nl = text.find('\n');
-        out.push_back(text.substr(0, nl));
-        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     }
     return out;
 }

@@ -7,6 +7,9 @@
 #include <vector>
 
 namespace ps = pipesched;
+using pipesched_test::for_each_accepted_shape;
+using pipesched_test::inter_4x8x2;
+using pipesched_test::ofob_4x8;
 using pipesched_test::order_is;
 using pipesched_test::peak_alive;
 
@@ -25,7 +28,6 @@ PIPESCHED_VERIFY(order_is(gpipe_1x2, 0, "0F0,0F1,0B0,0B1"));
 PIPESCHED_VERIFY(order_is(ofob_1x2, 0, "0F0,0B0,0F1,0B1"));
 
 // 1F1B, p = 4, m = 8: rank r runs p-r-1 warm-up forwards.
-constexpr ps::one_f_one_b<> ofob_4x8{{.ranks = 4, .microbatches = 8}};
 constexpr std::string_view ofob_4x8_rank0 = "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0F6,0B3,0F7,0B4,0B5,0B6,0B7";
 constexpr std::string_view ofob_4x8_rank1 = "1F0,1F1,1F2,1B0,1F3,1B1,1F4,1B2,1F5,1B3,1F6,1B4,1F7,1B5,1B6,1B7";
 constexpr std::string_view ofob_4x8_rank3 = "3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5,3F6,3B6,3F7,3B7";
@@ -61,7 +63,6 @@ PIPESCHED_VERIFY(order_is(inter_2x4x2, 0, "0F0,0F1,2F0,2F1,0F2,2B0,0F3,2B1,2F2,0
 PIPESCHED_VERIFY(order_is(inter_2x4x2, 1, "1F0,1F1,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,1B2,1B3"));
 
 // Interleaved, p = 4, m = 8, v = 2: rank 0 has 2(p-1) + (v-1)g = 10 warm-up forwards.
-constexpr ps::interleaved_1f1b<> inter_4x8x2{{.ranks = 4, .microbatches = 8, .chunks = 2}};
 PIPESCHED_VERIFY(order_is(inter_4x8x2, 0,
                        "0F0,0F1,0F2,0F3,4F0,4F1,4F2,4F3,0F4,0F5,0F6,4B0,0F7,4B1,4F4,4B2,4F5,4B3,"
                        "4F6,0B0,4F7,0B1,0B2,0B3,4B4,4B5,4B6,4B7,0B4,0B5,0B6,0B7"));
@@ -155,23 +156,6 @@ TEST_CASE("single-chunk policies reject chunks != 1 and all policies reject empt
 
 // ---------------------------------------------------------------------------------------------
 // Properties over a grid of shapes: p in 1..8, m in 1..4p, v in 1..4 (where accepted).
-
-template <class P>
-P make_policy(ps::shape s) {
-    return P{s};
-}
-
-template <class P>
-void for_each_accepted_shape(auto&& f) {
-    for (std::uint32_t p = 1; p <= 8; ++p) {
-        for (std::uint32_t m = 1; m <= 4 * p; ++m) {
-            for (std::uint32_t v = 1; v <= 4; ++v) {
-                const P pol = make_policy<P>({p, m, v});
-                if (pol.check()) f(pol);
-            }
-        }
-    }
-}
 
 #define PIPESCHED_ALL_POLICIES                                                                     \
     ps::gpipe<>, ps::one_f_one_b<>, ps::interleaved_1f1b<>, ps::looped_bfs<>,                      \

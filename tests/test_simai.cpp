@@ -24,6 +24,11 @@ namespace sm = pipesched::simai;
 using pipesched_test::load_simai_workload;
 using pipesched_test::read_simai_data;
 
+// The tables below spell phases, step kinds, collectives and groups with one- and two-letter
+// names (F, IG, C, none, rs, ...). The file's own namespace keeps them out of the other test
+// files' way when the build compiles several test files as one translation unit (unity build).
+namespace simai_parse_tests {
+
 namespace {
 
 sm::phase_cost cost(std::uint64_t ns, sm::collective kind, sm::comm_group group,
@@ -812,3 +817,5 @@ TEST_CASE("simai: fuzz seed corpus (valid_* parse and round-trip, bad_* are reje
     }
     CHECK(seen >= 6);
 }
+
+} // namespace simai_parse_tests

@@ -13,16 +13,15 @@ namespace {
 
 using ps::backward_kind;
 using ps::op;
-
-constexpr bool near(double a, double b) { return (a > b ? a - b : b - a) < 1e-9; }
+using pipesched_test::inter_4x8x2;
+using pipesched_test::near;
+using pipesched_test::ofob_4x8;
 
 // F = 1, B = 2, no latency (the defaults): 1F1B and GPipe take (m + p - 1)(F + B).
-inline constexpr ps::one_f_one_b<> ofob_4x8{{.ranks = 4, .microbatches = 8, .chunks = 1}};
 PIPESCHED_VERIFY(ps::simulate(ofob_4x8).makespan == 33.0);
 PIPESCHED_VERIFY(near(ps::simulate(ofob_4x8).bubble_fraction, 3.0 / 11.0));
 PIPESCHED_VERIFY(ps::simulate(ofob_4x8).ranks[0].peak_activations == 4);
 PIPESCHED_VERIFY(ps::peak_activations(ofob_4x8, 3) == 1);
-inline constexpr ps::interleaved_1f1b<> inter_4x8x2{{.ranks = 4, .microbatches = 8, .chunks = 2}};
 PIPESCHED_VERIFY(near(ps::simulate(inter_4x8x2).bubble_fraction, 3.0 / 19.0));
 PIPESCHED_VERIFY(ps::peak_activations(inter_4x8x2, 0) == 11); // 2(p-1) + (v-1)g + 1
 

@@ -12,8 +12,7 @@ namespace ps = pipesched;
 namespace {
 
 using ps::op;
-
-constexpr bool near(double a, double b) { return (a > b ? a - b : b - a) < 1e-9; }
+using pipesched_test::near;
 
 inline constexpr ps::iteration small_iteration{ps::one_f_one_b<>{{.ranks = 4, .microbatches = 8, .chunks = 1}}};
 PIPESCHED_VERIFY(ps::simulate(small_iteration).makespan == 33.0); // free communication: compute only

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <initializer_list>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,42 @@ constexpr std::uint32_t peak_alive(const P& pol, std::uint32_t rank) {
         peak = alive > peak ? alive : peak;
     }
     return static_cast<std::uint32_t>(peak);
+}
+
+/// The 1F1B and interleaved shapes that several files check by hand (orders, makespans).
+inline constexpr ps::one_f_one_b<> ofob_4x8{{.ranks = 4, .microbatches = 8, .chunks = 1}};
+inline constexpr ps::interleaved_1f1b<> inter_4x8x2{{.ranks = 4, .microbatches = 8, .chunks = 2}};
+
+/// Equal up to rounding, for times summed from small integers.
+constexpr bool near(double a, double b) { return (a > b ? a - b : b - a) < 1e-9; }
+
+/// An action by its fields, for hand-written tables.
+constexpr ps::action act(std::uint32_t stage, ps::op kind, std::uint32_t mb = 0, bool overlap = false) {
+    return ps::action{stage, kind, mb, overlap};
+}
+
+/// The lines of a text, without their '\n'; a last line without '\n' counts, an empty text has none.
+inline std::vector<std::string> lines_of(std::string_view text) {
+    std::vector<std::string> out;
+    while (!text.empty()) {
+        const std::size_t nl = text.find('\n');
+        out.emplace_back(text.substr(0, nl));
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    }
+    return out;
+}
+
+/// Calls f(policy) for every shape with p <= 8, m <= 4p, v <= 4 that a P accepts.
+template <class P>
+void for_each_accepted_shape(auto&& f) {
+    for (std::uint32_t p = 1; p <= 8; ++p) {
+        for (std::uint32_t m = 1; m <= 4 * p; ++m) {
+            for (std::uint32_t v = 1; v <= 4; ++v) {
+                const P pol{{.ranks = p, .microbatches = m, .chunks = v}};
+                if (pol.check()) f(pol);
+            }
+        }
+    }
 }
 
 /// A deliberately naive reference for "the cross-rank dependencies can be met": sweep the

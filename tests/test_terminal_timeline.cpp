@@ -19,29 +19,19 @@ namespace {
 
 using ps::backward_kind;
 using ps::op;
+using pipesched_test::lines_of;
+using pipesched_test::recording_timeline;
 
 PIPESCHED_VERIFY(ps::timeline_letter(op::backward_input) == 'I');
 PIPESCHED_VERIFY(ps::timeline_letter(op::send_activation) == '\0'); // p2p is not drawn
 PIPESCHED_VERIFY(ps::timeline_letter(static_cast<op>(200)) == '*');  // an op added later
 
-struct recorder {
-    std::vector<ps::timed_action> seen;
-    void push(const ps::timed_action& t) { seen.push_back(t); }
-};
-
 template <class P>
-std::vector<ps::timed_action> run(const P& pol, const ps::cost_model& costs = {}) {
-    recorder rec;
+std::vector<ps::timed_action> timeline_of(const P& pol, const ps::cost_model& costs = {}) {
+    recording_timeline rec;
     const ps::simulation s = ps::simulate(pol, costs, rec);
     REQUIRE(s);
-    return rec.seen;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in{text};
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
+    return rec.records;
 }
 
 /// The cells of a row: what lies between the two '|'.
@@ -56,7 +46,7 @@ std::string cells_of(const std::string& row) {
 TEST_CASE("terminal timeline: 1F1B p=2 m=2, by hand") {
     // F = 1, B = 2. Rank 0: F0 [0,1] F1 [1,2], waits for 1B0, B0 [4,6], waits for 1B1, B1 [7,9].
     // Rank 1: F0 [1,2] B0 [2,4] F1 [4,5] (0F1 ended at 2, rank busy until 4) B1 [5,7].
-    const auto records = run(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}});
+    const auto records = timeline_of(ps::one_f_one_b<>{{.ranks = 2, .microbatches = 2, .chunks = 1}});
     CHECK(ps::render_terminal_timeline(records) ==
           "rank 0 |F0-F1-......B0----...B1----|\n"
           "rank 1 |...F0-B0----F1-B1----......|\n"
@@ -65,7 +55,7 @@ TEST_CASE("terminal timeline: 1F1B p=2 m=2, by hand") {
 }
 
 TEST_CASE("terminal timeline: GPipe p=1 m=2, by hand, and the option switches") {
-    const auto records = run(ps::gpipe<>{{.ranks = 1, .microbatches = 2, .chunks = 1}});
+    const auto records = timeline_of(ps::gpipe<>{{.ranks = 1, .microbatches = 2, .chunks = 1}});
     CHECK(ps::render_terminal_timeline(records) ==
           "rank 0 |F0-F1-B0----B1----|\n"
           "time    0     2     4\n"
@@ -87,7 +77,7 @@ TEST_CASE("terminal timeline: GPipe p=1 m=2, by hand, and the option switches") 
 TEST_CASE("terminal timeline: split backward, by hand") {
     // 1F1B p=2 m=1 split, F = I = W = 1: rank 0 F0 [0,1] I0 [3,4] W0 [4,5];
     // rank 1 F0 [1,2] I0 [2,3] W0 [3,4].
-    const auto records = run(ps::one_f_one_b<backward_kind::split>{{.ranks = 2, .microbatches = 1, .chunks = 1}});
+    const auto records = timeline_of(ps::one_f_one_b<backward_kind::split>{{.ranks = 2, .microbatches = 1, .chunks = 1}});
     CHECK(ps::render_terminal_timeline(records) ==
           "rank 0 |F0-......I0-W0-|\n"
           "rank 1 |...F0-I0-W0-...|\n"
@@ -97,7 +87,7 @@ TEST_CASE("terminal timeline: split backward, by hand") {
 
 TEST_CASE("terminal timeline: chunks as letter case or suffix") {
     // Interleaved p=2 m=2 v=2: stages 0,1 are chunk 0, stages 2,3 chunk 1.
-    const auto records = run(ps::interleaved_1f1b<>{{.ranks = 2, .microbatches = 2, .chunks = 2}});
+    const auto records = timeline_of(ps::interleaved_1f1b<>{{.ranks = 2, .microbatches = 2, .chunks = 2}});
     ps::terminal_options o{};
     o.max_width = 0;
     const std::string automatic = ps::render_terminal_timeline(records, o);
@@ -117,13 +107,13 @@ TEST_CASE("terminal timeline: chunks as letter case or suffix") {
     // Three chunks pick the suffix automatically; labels that do not fit drop the chunk first.
     o.chunks = ps::chunk_marking::automatic;
     o.columns_per_unit = 3;
-    const std::string three = ps::render_terminal_timeline(run(ps::interleaved_1f1b<>{{.ranks = 2, .microbatches = 2, .chunks = 3}}), o);
+    const std::string three = ps::render_terminal_timeline(timeline_of(ps::interleaved_1f1b<>{{.ranks = 2, .microbatches = 2, .chunks = 3}}), o);
     CHECK(three.find("B0c2--") != std::string::npos);
     CHECK(three.find("F0-") != std::string::npos);
 }
 
 TEST_CASE("terminal timeline: a wide schedule is scaled down, not wrapped") {
-    const auto records = run(ps::one_f_one_b<>{{.ranks = 4, .microbatches = 32, .chunks = 1}}); // makespan 105: 315 columns at 3/unit
+    const auto records = timeline_of(ps::one_f_one_b<>{{.ranks = 4, .microbatches = 32, .chunks = 1}}); // makespan 105: 315 columns at 3/unit
     ps::terminal_options o{};
     o.max_width = 80;
     const auto lines = lines_of(ps::render_terminal_timeline(records, o));
@@ -143,10 +133,10 @@ TEST_CASE("terminal timeline: a wide schedule is scaled down, not wrapped") {
 /// idle, one row per rank. Costs are whole numbers, so with 3 columns per unit every time falls
 /// on a column boundary.
 template <class P>
-void check_properties(const P& pol) {
+void check_timeline_properties(const P& pol) {
     const ps::shape dims = pol.shape;
     INFO(P::name << " p=" << dims.ranks << " m=" << dims.microbatches << " v=" << dims.chunks);
-    recorder rec;
+    recording_timeline rec;
     const ps::simulation sim = ps::simulate(pol, ps::cost_model{}, rec);
     REQUIRE(sim);
     ps::terminal_options o{};
@@ -154,7 +144,7 @@ void check_properties(const P& pol) {
     o.axis = false;
     o.legend = false;
     o.chunks = ps::chunk_marking::none;
-    const auto lines = lines_of(ps::render_terminal_timeline(rec.seen, o));
+    const auto lines = lines_of(ps::render_terminal_timeline(rec.records, o));
     REQUIRE(lines.size() == dims.ranks);
     std::vector<std::string> rows;
     for (std::uint32_t r = 0; r < dims.ranks; ++r) {
@@ -164,7 +154,7 @@ void check_properties(const P& pol) {
         const auto dots = static_cast<std::size_t>(std::count(rows[r].begin(), rows[r].end(), '.'));
         CHECK(dots == static_cast<std::size_t>(std::lround(sim.ranks[r].idle * 3)));
     }
-    for (const ps::timed_action& t : rec.seen) {
+    for (const ps::timed_action& t : rec.records) {
         const std::string label =
             std::string(1, ps::compute_letter(t.what.kind)) + std::to_string(t.what.microbatch);
         const auto from = static_cast<std::size_t>(std::lround(t.start * 3));
@@ -181,21 +171,21 @@ void check_properties(const P& pol) {
 TEST_CASE("terminal timeline: properties over policies and shapes") {
     for (std::uint32_t p = 1; p <= 4; ++p) {
         for (std::uint32_t m = 1; m <= 12; m += 3) {
-            check_properties(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
-            check_properties(ps::one_f_one_b<>{{.ranks = p, .microbatches = m, .chunks = 1}});
-            check_properties(ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_timeline_properties(ps::gpipe<>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_timeline_properties(ps::one_f_one_b<>{{.ranks = p, .microbatches = m, .chunks = 1}});
+            check_timeline_properties(ps::one_f_one_b<backward_kind::split>{{.ranks = p, .microbatches = m, .chunks = 1}});
             for (std::uint32_t v = 1; v <= 3; ++v) {
                 const ps::looped_bfs<> bfs{{.ranks = p, .microbatches = m, .chunks = v}};
-                if (bfs.check()) check_properties(bfs);
+                if (bfs.check()) check_timeline_properties(bfs);
                 const ps::interleaved_1f1b<backward_kind::split> inter{{.ranks = p, .microbatches = m, .chunks = v}};
-                if (inter.check()) check_properties(inter);
+                if (inter.check()) check_timeline_properties(inter);
             }
         }
     }
 }
 
 TEST_CASE("terminal timeline: the legend names only the letters that occur") {
-    const auto split = run(ps::interleaved_1f1b<backward_kind::split>{{.ranks = 2, .microbatches = 2, .chunks = 2}});
+    const auto split = timeline_of(ps::interleaved_1f1b<backward_kind::split>{{.ranks = 2, .microbatches = 2, .chunks = 2}});
     const auto lines = lines_of(ps::render_terminal_timeline(split));
     CHECK(lines.back() == "F forward, I input grad, W weight grad, . idle; F3-- = microbatch 3; "
                           "lower case = chunk 1; 3 columns per unit");

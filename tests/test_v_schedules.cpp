@@ -28,8 +28,8 @@ namespace ps = pipesched;
 namespace {
 
 using ps::op;
-
-constexpr bool near(double a, double b) { return (a > b ? a - b : b - a) < 1e-9; }
+using pipesched_test::act;
+using pipesched_test::near;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: a rank's cells as PyTorch writes them, `0F0,(0F3;3B1)OVERLAP_F_B,...`.
@@ -485,10 +485,6 @@ TEST_CASE("zbv and dualpipe_v: valid and deadlock-free, pairs starting together"
 // ---------------------------------------------------------------------------------------------
 // Overlapped pairs in validate(): structure and deadlock.
 
-ps::action act(std::uint32_t stage, op kind, std::uint32_t mb, bool overlapped = false) {
-    return ps::action{stage, kind, mb, overlapped};
-}
-
 TEST_CASE("dualpipe_v: overlapped pairs that are malformed are named") {
     // One rank, stages 0 and 1 (a V with p = 1), m = 2. The good order (flags, as from CSV):
     //   0F0 1F0 0F1 1B0 (1F1;0B0) 1B1 0B1
@@ -691,11 +687,7 @@ TEST_CASE("dualpipe_v: an overlapped pair takes F + B by default, overlapped_for
     CHECK(b.makespan < a.makespan);
 
     // The timeline: both actions of a pair share start and end; the F comes first, flagged.
-    struct recorder {
-        std::vector<ps::timed_action> seen;
-        void push(const ps::timed_action& t) { seen.push_back(t); }
-    };
-    recorder rec;
+    pipesched_test::recording_timeline rec;
     const ps::simulation c = ps::simulate(pol, fused, rec);
     REQUIRE(c);
     std::vector<std::vector<ps::event>> seq(4);
@@ -703,11 +695,11 @@ TEST_CASE("dualpipe_v: an overlapped pair takes F + B by default, overlapped_for
         for (ps::event e : ps::events(pol, r)) seq[r].push_back(e);
     }
     std::size_t flagged = 0;
-    for (std::size_t k = 0; k + 1 < rec.seen.size(); ++k) {
-        const ps::timed_action& t = rec.seen[k];
+    for (std::size_t k = 0; k + 1 < rec.records.size(); ++k) {
+        const ps::timed_action& t = rec.records[k];
         if (!t.what.overlapped_with_next) continue;
         ++flagged;
-        const ps::timed_action& u = rec.seen[k + 1];
+        const ps::timed_action& u = rec.records[k + 1];
         CHECK(t.what.kind == op::forward);
         CHECK(u.what.kind == op::backward);
         CHECK(t.rank == u.rank);
@@ -725,7 +717,7 @@ TEST_CASE("dualpipe_v: an overlapped pair takes F + B by default, overlapped_for
     }
     CHECK(flagged == markers);
     // Every F, B, I, W once; markers are not timeline entries.
-    CHECK(rec.seen.size() + markers == ps::event_count(pol));
+    CHECK(rec.records.size() + markers == ps::event_count(pol));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@
 #include <vector>
 
 namespace ps = pipesched;
+using pipesched_test::for_each_accepted_shape;
+using pipesched_test::near;
 using pipesched_test::order_is;
 using pipesched_test::peak_alive;
 
@@ -270,18 +272,6 @@ TEST_CASE("zb: accepted shapes are PyTorch's for ZB1P and ZB-H1, any m for ZB-H2
 // ---------------------------------------------------------------------------------------------
 // Properties over the grid p in 1..8, m in 1..4p, v in 1..4 (where accepted).
 
-template <class P>
-void for_each_accepted_shape(auto&& f) {
-    for (std::uint32_t p = 1; p <= 8; ++p) {
-        for (std::uint32_t m = 1; m <= 4 * p; ++m) {
-            for (std::uint32_t v = 1; v <= 4; ++v) {
-                const P pol{{.ranks = p, .microbatches = m, .chunks = v}};
-                if (pol.check()) f(pol);
-            }
-        }
-    }
-}
-
 /// Peak in-flight chunk activations on every rank (W frees, I does not).
 std::uint32_t expected_peak(const ps::zb_h1& pol, std::uint32_t) {
     return std::min(pol.shape.ranks, pol.shape.microbatches);
@@ -358,8 +348,6 @@ TEST_CASE_TEMPLATE("zb: peak in-flight activations on every rank", P, PIPESCHED_
 
 // ---------------------------------------------------------------------------------------------
 // The cost model against the paper's formulas. Per-stage costs T_F, T_I, T_W, no latency.
-
-constexpr bool near(double a, double b) { return (a > b ? a - b : b - a) < 1e-9; }
 
 struct costs {
     double f;

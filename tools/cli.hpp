@@ -165,6 +165,12 @@ struct flag_spec {
     bool required = false;
 };
 
+/// The same flag, not required (simulate and compare take --csv FILE instead of schedule_flags).
+constexpr flag_spec optional(flag_spec f) {
+    f.required = false;
+    return f;
+}
+
 class parsed_args;
 
 struct command_spec {

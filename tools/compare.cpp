@@ -11,11 +11,6 @@
 namespace pipesched::cli {
 namespace {
 
-constexpr flag_spec optional(flag_spec f) {
-    f.required = false;
-    return f;
-}
-
 constexpr std::array<flag_spec, 5> compare_flags{{
     optional(schedule_flags[1]), optional(schedule_flags[2]),
     {"chunks", "V", "model chunks per rank for the multi-chunk schedules (single-chunk ones use 1)", "2", false},

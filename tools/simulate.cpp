@@ -11,12 +11,6 @@
 namespace pipesched::cli {
 namespace {
 
-/// schedule_flags, not required: --csv FILE replaces them.
-constexpr flag_spec optional(flag_spec f) {
-    f.required = false;
-    return f;
-}
-
 constexpr std::array<flag_spec, 11> simulate_flags{{
     optional(schedule_flags[0]), optional(schedule_flags[1]), optional(schedule_flags[2]), schedule_flags[3],
     schedule_flags[4], schedule_flags[5],
