@@ -277,6 +277,10 @@ TEST_CASE("iteration rules: each violation is reported with its rank and index")
         const auto v = check_stream(s, dims);
         CHECK(v.code == ps::verdict_code::p2p_order_mismatch);
         CHECK(v.rank == 0);
+        CHECK(v.index == find(s[0], op::send_activation, 0)); // the first unit whose pair is out of order
+        CHECK(v.subject.kind == op::send_activation);
+        CHECK(v.subject.microbatch == 0);
+        CHECK(v.other_rank == 1);
     }
     SUBCASE("grad_norm missing on one rank deadlocks the others at the collective") {
         auto s = base;

@@ -141,4 +141,12 @@ TEST_CASE("simulate iteration: orders that cannot be replayed are refused") {
     CHECK_FALSE(s.replayed);
 }
 
+TEST_CASE("simulate iteration: bytes per (stage, microbatch) of the checks and of the replay") {
+    // README.md (Memory of the analyses) and `pipesched simulate --help` give these numbers;
+    // the tool's memory budget is computed from them. The checks keep the unit's flags and
+    // two sequence gaps (not the positions of its sends and receives, found again on an error).
+    CHECK(ps::iteration_check_bytes_per_unit == 13);
+    CHECK(ps::iteration_replay_bytes_per_unit == 32);
+}
+
 } // namespace

@@ -295,9 +295,10 @@ inline constexpr std::size_t max_input_bytes = std::size_t{64} << 20;
 
 /// The most memory the tool lets one command's analysis hold, by its own estimate: 4 GiB. The
 /// analyses keep a table per (stage, microbatch) unit (pipesched::structure_check_bytes_per_unit,
-/// pipesched::iteration_check_bytes_per_unit; a text timeline also keeps every action's times),
-/// so three numbers on the command line can ask for terabytes (65535 ranks x 256 chunks x 65536
-/// microbatches); beyond the budget the shape is a usage error, not a failed allocation.
+/// pipesched::iteration_check_bytes_per_unit, iteration_replay_bytes_per_unit; a text timeline
+/// also keeps every action's times), so three numbers on the command line can ask for
+/// terabytes (65535 ranks x 256 chunks x 65536 microbatches); beyond the budget the shape is a
+/// usage error, not a failed allocation.
 inline constexpr std::uint64_t memory_budget = std::uint64_t{4} << 30;
 
 /// A usage error if `what` (a command and its format, as the user typed them) would hold more

@@ -1,4 +1,6 @@
 // pipesched simulate
+#include <algorithm>
+
 #include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/json.hpp>
@@ -151,11 +153,12 @@ int run_simulate_csv(const parsed_args& args, std::string_view format, const cos
 }
 
 /// What the replay of one format holds per (stage, microbatch) unit (memory_budget): the
-/// structural checks; for the iteration, its checks; for text, also the timeline's records of
-/// up to three actions per unit (F, I, W) in a vector that may hold twice what it uses.
+/// structural checks; for the iteration, its checks or, after them, its replay's times; for
+/// text, also the timeline's records of up to three actions per unit (F, I, W) in a vector
+/// that may hold twice what it uses.
 constexpr std::uint64_t memory_per_unit(std::string_view format, bool whole_iteration) {
     if (whole_iteration)
-        return pipesched::iteration_check_bytes_per_unit;
+        return std::max(pipesched::iteration_check_bytes_per_unit, pipesched::iteration_replay_bytes_per_unit);
     if (format == "text")
         return pipesched::structure_check_bytes_per_unit + 2 * 3 * sizeof(pipesched::timed_action);
     return pipesched::structure_check_bytes_per_unit;
@@ -163,7 +166,7 @@ constexpr std::uint64_t memory_per_unit(std::string_view format, bool whole_iter
 
 // The help text below and README.md give these numbers.
 static_assert(memory_budget == std::uint64_t{4} << 30 && memory_per_unit("json", false) == 1 &&
-                  memory_per_unit("text", false) == 241 && memory_per_unit("chrome", true) == 37,
+                  memory_per_unit("text", false) == 241 && memory_per_unit("chrome", true) == 32,
               "update simulate's and compare's help texts and README.md (Command line) to the memory estimates");
 
 int run_simulate(const parsed_args& args) {
@@ -244,7 +247,7 @@ const command_spec simulate_command{"simulate", "replay a schedule on a cost mod
      "costs. text: a timeline (one row per rank, '.' idle) and the summary; json: {makespan,\n"
      "bubble_fraction, peak_activations, busy, idle} per rank; chrome: trace-event JSON for\n"
      "ui.perfetto.dev or chrome://tracing, written as it is produced. A shape whose replay would\n"
-     "hold more than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 37 with\n"
+     "hold more than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 32 with\n"
      "--iteration) is refused with exit 2.",
      simulate_flags, run_simulate};
 

@@ -354,6 +354,18 @@ public:
             tags_[i] = empty;
             --owner_->in_rings_;
         }
+        /// find(), and erase() when found: for the one reader of a result, one slot lookup.
+        [[gnu::always_inline]] constexpr double take(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
+            const std::size_t i = slot(stage, mb, k);
+            if (tags_[i] == mb) {
+                tags_[i] = empty;
+                --owner_->in_rings_;
+                return times_[i];
+            }
+            const double t = owner_->overflow_.find(pending_times::key(stage, mb, k));
+            if (t != missing) owner_->overflow_.erase(pending_times::key(stage, mb, k));
+            return t;
+        }
 
     private:
         friend class in_flight_results;
@@ -639,6 +651,7 @@ public:
         double last_end = sum.last_end;
         double peak_memory = sum.peak_memory;
         const in_flight_results::rings in_flight = pending_.view();
+        const bool uniform = uniform_;
         const auto store = [&] {
             st.position = position;
             st.free_at = free_at;
@@ -684,7 +697,8 @@ public:
             action input{};
             const bool needs_input = cross_stage_input(a, stages_, input);
             if (needs_input) {
-                const double t = in_flight.find(input.stage, input.microbatch, result_kind(input));
+                // Taken now: a step that fails after this ends the replay.
+                const double t = in_flight.take(input.stage, input.microbatch, result_kind(input));
                 if (t == pending_times::missing) {
                     st.waiting_stage = input.stage;
                     store();
@@ -698,11 +712,16 @@ public:
             }
             const double start = ready > free_at ? ready : free_at;
             // execute()
-            const double duration = uniform_ ? uniform_duration_[static_cast<std::size_t>(a.kind)] : costs_.duration(a);
-            if (!usable_cost(duration)) {
-                store();
-                fail(verdict_code::invalid_cost, r, position, a, duration);
-                return step_result::failed;
+            double duration = 0.0;
+            if (uniform) {
+                duration = uniform_duration_[static_cast<std::size_t>(a.kind)]; // usable: replay() checked
+            } else {
+                duration = costs_.duration(a);
+                if (!usable_cost(duration)) {
+                    store();
+                    fail(verdict_code::invalid_cost, r, position, a, duration);
+                    return step_result::failed;
+                }
             }
             const double end = start + duration;
             if (!finite_time(end)) {
@@ -717,7 +736,7 @@ public:
                 started = true;
             }
             last_end = end;
-            memory += uniform_ ? uniform_memory_[static_cast<std::size_t>(a.kind)] : costs_.memory_change(a);
+            memory += uniform ? uniform_memory_[static_cast<std::size_t>(a.kind)] : costs_.memory_change(a);
             if (memory > peak_memory) peak_memory = memory;
             activations.add(a.kind);
             if (a.kind == op::forward) {
@@ -726,8 +745,6 @@ public:
                 if (a.stage > 0) in_flight.insert(a.stage, a.microbatch, pending_times::backward_result, end);
             }
             sink_.push(timed_action{r, position, a, start, end});
-            // consume_input(), wake_consumer()
-            if (needs_input) in_flight.erase(input.stage, input.microbatch, result_kind(input));
             wake_consumer(a, r, engine);
             c.advance();
             ++position;
@@ -750,6 +767,8 @@ private:
         uniform_duration_ = {u.forward, u.backward, u.backward_input, u.backward_weight};
         uniform_memory_ = {u.activation_memory, -u.activation_memory,
                            u.weight_memory - u.activation_memory, -u.weight_memory};
+        // An unusable duration is checked, and named, where an action first uses it.
+        for (const double d : uniform_duration_) uniform_ = uniform_ && usable_cost(d);
         for (std::uint32_t r = 0; r < p; ++r) {
             state_[r].next = src_.cursor(r);
             if (costs_.fill_with_weight) state_[r].weights = src_.cursor(r);
@@ -845,7 +864,7 @@ private:
     verdict failure_{};
     validator<Source>* checker_ = nullptr; ///< the first try's structural checks, while it runs
     bool took_checked_ = false;
-    bool uniform_ = true; ///< no per-stage costs: the two tables below hold them
+    bool uniform_ = true; ///< no per-stage costs, all durations usable: the two tables below hold them
     std::array<double, 4> uniform_duration_{};
     std::array<double, 4> uniform_memory_{};
 };

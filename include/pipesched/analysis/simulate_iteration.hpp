@@ -442,6 +442,12 @@ private:
 
 } // namespace detail
 
+/// What simulate(iteration)'s timed replay holds per (stage, microbatch) unit, in bytes: when
+/// the activation and the gradient the unit sends arrive and when their sends were posted
+/// (iteration_simulator's arrival_ and posted_). The checks before it hold
+/// iteration_check_bytes_per_unit, and are gone when it starts.
+inline constexpr std::size_t iteration_replay_bytes_per_unit = 2 * 2 * sizeof(double);
+
 /// A sink for timed_event records that keeps nothing.
 struct discard_events {
     constexpr void push(const timed_event&) noexcept {}
@@ -468,7 +474,8 @@ namespace detail {
 /// compute projection's own replay and walks the events once, not three times); if anything
 /// fails, or the replay does not finish, the full path below gives the verdict, as always.
 /// The validator is gone before the simulator is built, so the two tables per (stage,
-/// microbatch) are not held at once (iteration_check_bytes_per_unit).
+/// microbatch) are not held at once (iteration_check_bytes_per_unit, then
+/// iteration_replay_bytes_per_unit).
 template <class Source, class Costs, class Sink>
 constexpr iteration_simulation checked_iteration_replay(const Source& src, const Costs& costs, Sink& sink) {
     verdict check{};

@@ -124,8 +124,18 @@ public:
     constexpr bool units_missing() noexcept { return find_missing(); }
     /// For a replay that checks as it goes (simulate's first try, simulate.hpp): records one
     /// action's unit (duplicates, mixed backward, B/I before its F, W before its I); false
-    /// on any of those, without saying which (the caller starts over on the full path).
-    constexpr bool record_unit(const action& a) noexcept { return !record(a); }
+    /// on any of those, without saying which (the caller starts over on the full path), so
+    /// the rules of record() fit in one mask per kind instead of its branches. `a` must be a
+    /// compute action (claim_action() checked it).
+    [[gnu::always_inline]] constexpr bool record_unit(const action& a) noexcept {
+        const std::uint32_t rule = unit_rules[static_cast<std::size_t>(a.kind)];
+        std::uint8_t& b = bits_[unit_index(a)];
+        const std::uint32_t forbidden = rule & 0xFFu;
+        const std::uint32_t required = (rule >> 8) & 0xFFu;
+        if (((b & forbidden) | (~std::uint32_t{b} & required)) != 0) return false;
+        b = static_cast<std::uint8_t>(b | rule >> 16);
+        return true;
+    }
     /// Rank of every stage (valid after structure_ok()).
     [[nodiscard]] constexpr std::vector<std::uint32_t> take_owners() noexcept { return std::move(owner_); }
 
@@ -207,6 +217,20 @@ private:
         }
         return false;
     }
+
+    /// record()'s rules for F, B, I and W: the bits that must be clear, the bits that must be
+    /// set (shifted by 8), the bit the action sets (by 16).
+    static constexpr std::uint32_t unit_rule(unit_flags forbidden, unit_flags required, unit_flags sets) noexcept {
+        return std::uint32_t{forbidden} | std::uint32_t{required} << 8 | std::uint32_t{sets} << 16;
+    }
+    static constexpr std::array<std::uint32_t, 4> unit_rules{
+        unit_rule(seen_f, 0, seen_f),                              // F: not twice
+        unit_rule(seen_b | seen_i | seen_w, seen_f, seen_b),       // B: after its F, alone
+        unit_rule(seen_b | seen_i | seen_w, seen_f, seen_i),       // I: after its F, no B
+        unit_rule(seen_w | seen_b, seen_i, seen_w),                // W: after its I, no B
+    };
+    static_assert(static_cast<int>(op::forward) == 0 && static_cast<int>(op::backward) == 1 &&
+                  static_cast<int>(op::backward_input) == 2 && static_cast<int>(op::backward_weight) == 3);
 
     /// Sets the seen bit of one action; on error stores the code in result_ and returns true.
     [[gnu::always_inline]] constexpr bool record(const action& a) noexcept {
