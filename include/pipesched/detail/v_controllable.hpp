@@ -212,6 +212,64 @@ inline std::vector<rank_slots> close_up(const std::vector<rank_slots>& all) {
     return end;
 }
 
+/// A rank's activations and pending W's after each slot when the W's run implicitly, one in
+/// each empty slot (walk_memory without W lists), for step 4's squeeze: a move changes them from
+/// the new slot on, until they meet the old ones again past the old slot, so try_move() walks
+/// only that stretch instead of the whole rank.
+class implicit_w_memory {
+public:
+    explicit implicit_w_memory(const rank_slots& lists)
+        : kind_(static_cast<std::size_t>(last_slot(lists) + 1), empty), after_(kind_.size()) {
+        for (std::size_t k = 0; k < lists.size(); ++k) {
+            for (const std::int64_t t : lists[k]) kind_[static_cast<std::size_t>(t)] = static_cast<std::int8_t>(k);
+        }
+        state s{};
+        for (std::size_t u = 0; u < kind_.size(); ++u) after_[u] = s = next(s, kind_[u]);
+    }
+
+    /// Moves the action of list k from slot `from` to the empty slot `to` < from if the rank's
+    /// activations stay within `cap` (they are within it before); false, and nothing changed,
+    /// if not.
+    bool try_move(std::size_t k, std::int64_t from, std::int64_t to, std::int64_t cap) {
+        const auto f = static_cast<std::size_t>(from);
+        const auto t = static_cast<std::size_t>(to);
+        state s = t > 0 ? after_[t - 1] : state{};
+        changed_.clear();
+        for (std::size_t u = t; u < kind_.size(); ++u) {
+            s = next(s, u == t ? static_cast<std::int8_t>(k) : u == f ? empty : kind_[u]);
+            if (s.held > cap) return false;
+            changed_.push_back(s);
+            if (u >= f && s.held == after_[u].held && s.pending == after_[u].pending) break; // as before from here
+        }
+        std::copy(changed_.begin(), changed_.end(), after_.begin() + static_cast<std::ptrdiff_t>(t));
+        kind_[t] = static_cast<std::int8_t>(k);
+        kind_[f] = empty;
+        return true;
+    }
+
+private:
+    static constexpr std::int8_t empty = -1;
+    struct state {
+        std::int64_t held = 0;    ///< chunk activations
+        std::int64_t pending = 0; ///< W's whose I has run
+    };
+    /// walk_memory's rule for one slot holding an action of list k (F 0-1, I 2-3) or empty.
+    [[nodiscard]] static state next(state s, std::int8_t k) noexcept {
+        if (k == empty) {
+            if (s.pending > 0) --s.held, --s.pending;
+        } else if (k < 2) {
+            ++s.held;
+        } else {
+            ++s.pending;
+        }
+        return s;
+    }
+
+    std::vector<std::int8_t> kind_; ///< the list whose action holds each slot, or empty
+    std::vector<state> after_;      ///< the state after each slot
+    std::vector<state> changed_;    ///< try_move()'s walk
+};
+
 /// Step 3 (with_weights) or step 4's squeeze; see the header comment.
 inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_weights) {
     const auto p = static_cast<std::uint32_t>(all.size());
@@ -229,6 +287,11 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
     for (std::uint32_t r = 0; r < activations.size(); ++r) {
         activations[r].assign(static_cast<std::size_t>(last_slot(all[r]) + 1), 0);
         walk_memory(all[r], [&](std::int64_t t, std::int64_t current) { activations[r][static_cast<std::size_t>(t)] = current; });
+    }
+    std::vector<implicit_w_memory> implicit;
+    if (!with_weights) {
+        implicit.reserve(p);
+        for (const auto& lists : all) implicit.emplace_back(lists);
     }
     std::vector<std::vector<std::uint8_t>> occupied(p);
     for (std::uint32_t r = 0; r < p; ++r) occupied[r].assign(static_cast<std::size_t>(last_slot(all[r]) + 1), 0);
@@ -270,13 +333,11 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
                     break;
                 }
             } else {
-                for (std::int64_t t = after + 1; t < slot; ++t) {
+                // A free slot before `slot` holds no action: the ones not yet placed come later.
+                for (std::int64_t t = after + 1; t < slot && !moved; ++t) {
                     if (occupied[r][static_cast<std::size_t>(t)] != 0) continue;
-                    at = t;
-                    if (peak_memory(all[r]) <= memory_cap) {
-                        moved = true;
-                        break;
-                    }
+                    moved = implicit[r].try_move(k, slot, t, memory_cap);
+                    if (moved) at = t;
                 }
             }
             if (!moved) at = slot;
