@@ -288,6 +288,7 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
         activations[r].assign(static_cast<std::size_t>(last_slot(all[r]) + 1), 0);
         walk_memory(all[r], [&](std::int64_t t, std::int64_t current) { activations[r][static_cast<std::size_t>(t)] = current; });
     }
+    std::vector<std::int64_t> most_from; // scratch for the moves below
     std::vector<implicit_w_memory> implicit;
     if (!with_weights) {
         implicit.reserve(p);
@@ -317,16 +318,17 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
             if (with_weights) {
                 std::vector<std::int64_t>& held = activations[r];
                 const std::int64_t change = k < 2 ? 1 : k >= 4 ? -1 : 0;
-                // The most held over [t, slot) for each candidate t, from the right.
+                // For an F, the most held over [t, slot) for each candidate t, from the right;
+                // an I or a W fits anywhere.
+                most_from.assign(change > 0 ? static_cast<std::size_t>(std::max<std::int64_t>(slot - after - 1, 0)) : 0, 0);
                 std::int64_t most = std::numeric_limits<std::int64_t>::min();
-                std::vector<std::int64_t> most_from(static_cast<std::size_t>(std::max<std::int64_t>(slot - after - 1, 0)));
-                for (std::int64_t t = slot - 1; t > after; --t) {
+                for (std::int64_t t = slot - 1; change > 0 && t > after; --t) {
                     most = std::max(most, held[static_cast<std::size_t>(t)]);
                     most_from[static_cast<std::size_t>(t - after - 1)] = most;
                 }
                 for (std::int64_t t = after + 1; t < slot; ++t) {
                     if (occupied[r][static_cast<std::size_t>(t)] != 0) continue;
-                    if (most_from[static_cast<std::size_t>(t - after - 1)] + change > memory_cap) continue;
+                    if (change > 0 && most_from[static_cast<std::size_t>(t - after - 1)] + change > memory_cap) continue;
                     at = t;
                     for (std::int64_t u = t; u < slot; ++u) held[static_cast<std::size_t>(u)] += change;
                     moved = true;
