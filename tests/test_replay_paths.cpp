@@ -314,6 +314,29 @@ TEST_CASE("simulate(): the first try (checks inside the replay) and the full pat
         // Deadlocks, missing and duplicate actions, backwards before their forwards, broken
         // overlapped pairs.
         for_each_mutation(s.lists, duplicates::yes, [&] { compare(s); });
+        // Mixed backwards, which no swap, deletion or duplicate makes: one B, I or W retyped as
+        // another of the three (F I W -> F B W, F I B, F I I, ...; F B -> F I, F W), or a
+        // retyped copy right after it (F B -> F B I, F B W; F I W -> F I B W, ...).
+        const auto is_backward = [](ps::op k) {
+            return k == ps::op::backward || k == ps::op::backward_input || k == ps::op::backward_weight;
+        };
+        for (std::vector<ps::action>& list : s.lists) {
+            for (std::size_t j = 0; j < list.size(); ++j) {
+                const ps::action a = list[j];
+                if (!is_backward(a.kind)) continue;
+                for (const ps::op other : {ps::op::backward, ps::op::backward_input, ps::op::backward_weight}) {
+                    if (other == a.kind) continue;
+                    list[j].kind = other;
+                    compare(s);
+                    list[j].kind = a.kind;
+                    ps::action copy = a;
+                    copy.kind = other;
+                    list.insert(list.begin() + static_cast<std::ptrdiff_t>(j) + 1, copy);
+                    compare(s);
+                    list.erase(list.begin() + static_cast<std::ptrdiff_t>(j) + 1);
+                }
+            }
+        }
     }
     CHECK(schedules.size() > 40);
     CHECK(invalid > 5000);

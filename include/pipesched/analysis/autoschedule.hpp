@@ -964,11 +964,10 @@ inline problem make_problem(const shape& s, const pipeline_costs& costs, const p
 }
 
 inline constexpr std::uint64_t max_units = std::uint64_t{1} << 20;
-/// The heuristic's variants and the list scheduler step through the stages at every action,
-/// so the search takes time in proportion to p^2 m (measured, g++ -O3 on the machine of
-/// benchmarks/README.md: 1.7 s at p = 32, m = 1024; 22 s at p = 128, m = 1024; 30 s at
-/// p = 256, m = 256), about 90 s at this bound; p = m = 1024, within max_units, would take
-/// about 20 minutes.
+/// The list scheduler scans the stages at every action, so the search's time grows with p^2 m
+/// (measured, g++ -O2 on the machine of benchmarks/README.md: 0.3 s at p = 32, m = 1024; 1.3 s
+/// at p = 128, m = 1024; 1.0 s at p = 256, m = 256; 3.5 s at this bound). The bound was set
+/// when the tool's comparison with V-Min and V-Half, then O(p^2 m) to build, took 90 s here.
 inline constexpr std::uint64_t max_work = std::uint64_t{1} << 26;
 
 /// "" if the input is usable, else what is wrong with it.

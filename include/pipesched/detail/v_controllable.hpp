@@ -34,6 +34,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -118,14 +119,14 @@ inline void place_weights(rank_slots& lists, bool split) {
     }
 }
 
-/// Peak chunk activations of a rank's slot lists: F +1, explicit W -1; without W lists, each
-/// empty slot runs one pending W.
-[[nodiscard]] inline std::int64_t peak_memory(const rank_slots& lists) {
+/// Chunk activations of a rank after each of its slots, 0 to its last: F +1, explicit W -1;
+/// without W lists, each empty slot runs one pending W. Calls f(slot, activations).
+template <class F>
+void walk_memory(const rank_slots& lists, F f) {
     const bool has_w = lists.size() > 4;
     const std::int64_t bound = last_slot(lists);
     merge_walk walk{lists};
     std::int64_t current = 0;
-    std::int64_t peak = 0;
     std::int64_t pending = 0;
     for (std::int64_t slot = 0; slot <= bound; ++slot) {
         const std::size_t k = walk.next();
@@ -137,9 +138,33 @@ inline void place_weights(rank_slots& lists, bool split) {
             --current;
             --pending;
         }
-        peak = std::max(peak, current);
+        f(slot, current);
     }
+}
+
+/// Peak chunk activations of a rank's slot lists (walk_memory).
+[[nodiscard]] inline std::int64_t peak_memory(const rank_slots& lists) {
+    std::int64_t peak = 0;
+    walk_memory(lists, [&peak](std::int64_t, std::int64_t current) { peak = std::max(peak, current); });
     return peak;
+}
+
+/// The k-th smallest (from 0) of two sorted lists taken together; k < a.size() + b.size().
+[[nodiscard]] inline std::int64_t kth_of_two(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b,
+                                             std::size_t k) {
+    // The k + 1 smallest are the first x of a and the first k + 1 - x of b for the least x
+    // whose next element of a is not below the last one taken from b.
+    std::size_t lo = k + 1 > b.size() ? k + 1 - b.size() : 0;
+    std::size_t hi = std::min(k + 1, a.size());
+    while (lo < hi) {
+        const std::size_t x = lo + (hi - lo) / 2;
+        if (a[x] < b[k - x]) lo = x + 1;
+        else hi = x;
+    }
+    const std::size_t y = k + 1 - lo;
+    if (lo == 0) return b[y - 1];
+    if (y == 0) return a[lo - 1];
+    return std::max(a[lo - 1], b[y - 1]);
 }
 
 using head_key = std::tuple<std::int64_t, std::uint32_t, std::uint32_t, std::uint32_t>; // slot, rank, list, mb
@@ -187,6 +212,64 @@ inline std::vector<rank_slots> close_up(const std::vector<rank_slots>& all) {
     return end;
 }
 
+/// A rank's activations and pending W's after each slot when the W's run implicitly, one in
+/// each empty slot (walk_memory without W lists), for step 4's squeeze: a move changes them from
+/// the new slot on, until they meet the old ones again past the old slot, so try_move() walks
+/// only that stretch instead of the whole rank.
+class implicit_w_memory {
+public:
+    explicit implicit_w_memory(const rank_slots& lists)
+        : kind_(static_cast<std::size_t>(last_slot(lists) + 1), empty), after_(kind_.size()) {
+        for (std::size_t k = 0; k < lists.size(); ++k) {
+            for (const std::int64_t t : lists[k]) kind_[static_cast<std::size_t>(t)] = static_cast<std::int8_t>(k);
+        }
+        state s{};
+        for (std::size_t u = 0; u < kind_.size(); ++u) after_[u] = s = next(s, kind_[u]);
+    }
+
+    /// Moves the action of list k from slot `from` to the empty slot `to` < from if the rank's
+    /// activations stay within `cap` (they are within it before); false, and nothing changed,
+    /// if not.
+    bool try_move(std::size_t k, std::int64_t from, std::int64_t to, std::int64_t cap) {
+        const auto f = static_cast<std::size_t>(from);
+        const auto t = static_cast<std::size_t>(to);
+        state s = t > 0 ? after_[t - 1] : state{};
+        changed_.clear();
+        for (std::size_t u = t; u < kind_.size(); ++u) {
+            s = next(s, u == t ? static_cast<std::int8_t>(k) : u == f ? empty : kind_[u]);
+            if (s.held > cap) return false;
+            changed_.push_back(s);
+            if (u >= f && s.held == after_[u].held && s.pending == after_[u].pending) break; // as before from here
+        }
+        std::copy(changed_.begin(), changed_.end(), after_.begin() + static_cast<std::ptrdiff_t>(t));
+        kind_[t] = static_cast<std::int8_t>(k);
+        kind_[f] = empty;
+        return true;
+    }
+
+private:
+    static constexpr std::int8_t empty = -1;
+    struct state {
+        std::int64_t held = 0;    ///< chunk activations
+        std::int64_t pending = 0; ///< W's whose I has run
+    };
+    /// walk_memory's rule for one slot holding an action of list k (F 0-1, I 2-3) or empty.
+    [[nodiscard]] static state next(state s, std::int8_t k) noexcept {
+        if (k == empty) {
+            if (s.pending > 0) --s.held, --s.pending;
+        } else if (k < 2) {
+            ++s.held;
+        } else {
+            ++s.pending;
+        }
+        return s;
+    }
+
+    std::vector<std::int8_t> kind_; ///< the list whose action holds each slot, or empty
+    std::vector<state> after_;      ///< the state after each slot
+    std::vector<state> changed_;    ///< try_move()'s walk
+};
+
 /// Step 3 (with_weights) or step 4's squeeze; see the header comment.
 inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_weights) {
     const auto p = static_cast<std::uint32_t>(all.size());
@@ -195,6 +278,22 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
     }
     std::int64_t memory_cap = 0;
     for (const auto& lists : all) memory_cap = std::max(memory_cap, peak_memory(lists));
+    // With explicit W's a move changes a rank's activations only between the two slots (an F
+    // moved earlier adds one there, a W takes one away, an I changes nothing), so each rank's
+    // activations per slot, kept up to date, answer whether a slot fits without walking the
+    // whole rank again: that walk per candidate made V-Half take O(p^2 m) (p = 128, m = 256:
+    // 3.6 s). Every rank stays within memory_cap, so only the changed slots need a look.
+    std::vector<std::vector<std::int64_t>> activations(with_weights ? p : 0);
+    for (std::uint32_t r = 0; r < activations.size(); ++r) {
+        activations[r].assign(static_cast<std::size_t>(last_slot(all[r]) + 1), 0);
+        walk_memory(all[r], [&](std::int64_t t, std::int64_t current) { activations[r][static_cast<std::size_t>(t)] = current; });
+    }
+    std::vector<std::int64_t> most_from; // scratch for the moves below
+    std::vector<implicit_w_memory> implicit;
+    if (!with_weights) {
+        implicit.reserve(p);
+        for (const auto& lists : all) implicit.emplace_back(lists);
+    }
     std::vector<std::vector<std::uint8_t>> occupied(p);
     for (std::uint32_t r = 0; r < p; ++r) occupied[r].assign(static_cast<std::size_t>(last_slot(all[r]) + 1), 0);
     const auto last_mb = static_cast<std::uint32_t>(all[0][0].size() - 1);
@@ -213,20 +312,34 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
             if ((k == 0 || k == 2) && r > 0) after = std::max(after, all[r - 1][k][i]);
             if ((k == 1 || k == 3) && r + 1 < p) after = std::max(after, all[r + 1][k][i]);
             if (k > 0 && k < 4) after = std::max(after, all[r][k - 1][i]);
-            if (k == 4) {
-                std::vector<std::int64_t> backs = all[r][2];
-                backs.insert(backs.end(), all[r][3].begin(), all[r][3].end());
-                std::nth_element(backs.begin(), backs.begin() + i, backs.end());
-                after = std::max(after, backs[i]);
-            }
+            if (k == 4) after = std::max(after, kth_of_two(all[r][2], all[r][3], i)); // the i-th I of either chunk
             if (i > 0) after = std::max(after, all[r][k][i - 1]);
             bool moved = false;
-            for (std::int64_t t = after + 1; t < slot; ++t) {
-                if (occupied[r][static_cast<std::size_t>(t)] != 0) continue;
-                at = t;
-                if (peak_memory(all[r]) <= memory_cap) {
+            if (with_weights) {
+                std::vector<std::int64_t>& held = activations[r];
+                const std::int64_t change = k < 2 ? 1 : k >= 4 ? -1 : 0;
+                // For an F, the most held over [t, slot) for each candidate t, from the right;
+                // an I or a W fits anywhere.
+                most_from.assign(change > 0 ? static_cast<std::size_t>(std::max<std::int64_t>(slot - after - 1, 0)) : 0, 0);
+                std::int64_t most = std::numeric_limits<std::int64_t>::min();
+                for (std::int64_t t = slot - 1; change > 0 && t > after; --t) {
+                    most = std::max(most, held[static_cast<std::size_t>(t)]);
+                    most_from[static_cast<std::size_t>(t - after - 1)] = most;
+                }
+                for (std::int64_t t = after + 1; t < slot; ++t) {
+                    if (occupied[r][static_cast<std::size_t>(t)] != 0) continue;
+                    if (change > 0 && most_from[static_cast<std::size_t>(t - after - 1)] + change > memory_cap) continue;
+                    at = t;
+                    for (std::int64_t u = t; u < slot; ++u) held[static_cast<std::size_t>(u)] += change;
                     moved = true;
                     break;
+                }
+            } else {
+                // A free slot before `slot` holds no action: the ones not yet placed come later.
+                for (std::int64_t t = after + 1; t < slot && !moved; ++t) {
+                    if (occupied[r][static_cast<std::size_t>(t)] != 0) continue;
+                    moved = implicit[r].try_move(k, slot, t, memory_cap);
+                    if (moved) at = t;
                 }
             }
             if (!moved) at = slot;
