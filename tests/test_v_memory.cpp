@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -164,4 +165,119 @@ TEST_CASE("V-Min and V-Half's shared pieces: detail/v_controllable.hpp and polic
           "V-Half stores its order: ranks * microbatches must be at most 2^20");
     CHECK(min_schedule::check_shape({.ranks = 1024, .microbatches = 1024, .chunks = 2}));
     CHECK_FALSE(min_schedule::check_shape({.ranks = 1024, .microbatches = 1025, .chunks = 2}));
+}
+
+TEST_CASE("V-Min and V-Half's squeeze: its shortcuts agree with the definitions they replace") {
+    namespace vc = ps::detail::v_controllable;
+    // kth_of_two: the k-th smallest of two sorted lists, as sorting their union says; lists of
+    // every length 0..5 with interleaved, disjoint and equal values.
+    for (std::size_t na = 0; na <= 5; ++na) {
+        for (std::size_t nb = 0; nb <= 5; ++nb) {
+            for (std::int64_t stride : {1, 2, 7}) {
+                std::vector<std::int64_t> a, b;
+                for (std::size_t j = 0; j < na; ++j) a.push_back(static_cast<std::int64_t>(j) * stride);
+                for (std::size_t j = 0; j < nb; ++j) b.push_back(static_cast<std::int64_t>(j) * 3 + 1);
+                std::vector<std::int64_t> both = a;
+                both.insert(both.end(), b.begin(), b.end());
+                std::sort(both.begin(), both.end());
+                for (std::size_t k = 0; k < both.size(); ++k) {
+                    INFO("na=" << na << " nb=" << nb << " stride=" << stride << " k=" << k);
+                    CHECK(vc::kth_of_two(a, b, k) == both[k]);
+                }
+            }
+        }
+    }
+    // implicit_w_memory::try_move: a move is taken exactly when peak_memory of the moved lists
+    // stays within the cap, also after earlier moves (it keeps its counts up to date). Each rank
+    // of V-Half building blocks (W's implicit) under three caps: every action, in slot order,
+    // tries every earlier empty slot in turn, as the squeeze does, and stays where it fits.
+    std::size_t taken = 0;
+    std::size_t refused = 0;
+    for (const std::int64_t p : {4, 5}) {
+        const auto block = vc::building_block(vc::memory_setup::half, p);
+        for (std::uint32_t r = 0; r < static_cast<std::uint32_t>(p); ++r) {
+            for (const std::int64_t extra : {0, 1, 2}) {
+                vc::rank_slots lists(4);
+                for (std::size_t k = 0; k < 4; ++k) {
+                    for (std::int64_t i = 0; i < 5; ++i) lists[k].push_back(block[r][k] + 6 * i);
+                }
+                const std::int64_t cap = vc::peak_memory(lists) + extra;
+                vc::implicit_w_memory memory{lists};
+                std::vector<std::pair<std::int64_t, std::pair<std::size_t, std::size_t>>> order; // slot, (list, index)
+                for (std::size_t k = 0; k < 4; ++k) {
+                    for (std::size_t i = 0; i < lists[k].size(); ++i) order.push_back({lists[k][i], {k, i}});
+                }
+                std::sort(order.begin(), order.end());
+                for (const auto& entry : order) {
+                    // Plain variables: clang 14 cannot capture structured bindings (INFO does).
+                    const std::int64_t from = entry.first;
+                    const std::size_t k = entry.second.first;
+                    const std::size_t i = entry.second.second;
+                    const std::int64_t earliest = i > 0 ? lists[k][i - 1] + 1 : 0; // lists stay sorted
+                    for (std::int64_t to = earliest; to < from; ++to) {
+                        bool used = false;
+                        for (const auto& l : lists) used = used || std::find(l.begin(), l.end(), to) != l.end();
+                        if (used) continue;
+                        vc::rank_slots moved = lists;
+                        moved[k][i] = to;
+                        INFO("p=" << p << " r=" << r << " cap=" << cap << " list " << k << " #" << i << " " << from
+                                  << " -> " << to);
+                        const bool fits = vc::peak_memory(moved) <= cap;
+                        REQUIRE(memory.try_move(k, from, to, cap) == fits);
+                        (fits ? taken : refused) += 1;
+                        if (fits) {
+                            lists = moved;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    CHECK(taken > 400); // 534 and 280 when written
+    CHECK(refused > 200);
+
+    // The same on random slot lists (a fixed linear congruential sequence): actions far apart
+    // with empty slots between them, so that a move's effect on the pending W's outlasts its old
+    // slot and the counts after it must be walked on until they meet the old ones again.
+    std::uint64_t seed = 12345;
+    const auto draw = [&seed](std::uint64_t n) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return (seed >> 33) % n;
+    };
+    std::size_t checked = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+        std::vector<std::int64_t> free_slots(40);
+        for (std::size_t j = 0; j < free_slots.size(); ++j) free_slots[j] = static_cast<std::int64_t>(j);
+        vc::rank_slots lists(4);
+        for (std::size_t k = 0; k < 4; ++k) {
+            for (int j = 0; j < 3; ++j) {
+                const std::size_t pick = draw(free_slots.size());
+                lists[k].push_back(free_slots[pick]);
+                free_slots.erase(free_slots.begin() + static_cast<std::ptrdiff_t>(pick));
+            }
+            std::sort(lists[k].begin(), lists[k].end());
+        }
+        const std::int64_t cap = vc::peak_memory(lists) + static_cast<std::int64_t>(draw(2));
+        vc::implicit_w_memory memory{lists};
+        for (int move = 0; move < 6; ++move) {
+            const std::size_t k = draw(4);
+            const std::size_t i = draw(3);
+            const std::int64_t from = lists[k][i];
+            const std::int64_t earliest = i > 0 ? lists[k][i - 1] + 1 : 0;
+            if (earliest >= from) continue;
+            const std::int64_t to = earliest + static_cast<std::int64_t>(draw(static_cast<std::uint64_t>(from - earliest)));
+            bool used = false;
+            for (const auto& l : lists) used = used || std::find(l.begin(), l.end(), to) != l.end();
+            if (used) continue;
+            vc::rank_slots moved = lists;
+            moved[k][i] = to;
+            const bool fits = vc::peak_memory(moved) <= cap;
+            INFO("trial " << trial << " move " << move << ": list " << k << " #" << i << " " << from << " -> " << to);
+            REQUIRE(memory.try_move(k, from, to, cap) == fits);
+            if (fits) lists = moved;
+            ++checked;
+        }
+    }
+    CHECK(checked > 1000);
 }
