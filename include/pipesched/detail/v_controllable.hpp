@@ -34,7 +34,6 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -119,26 +118,42 @@ inline void place_weights(rank_slots& lists, bool split) {
     }
 }
 
-/// Chunk activations of a rank after each of its slots, 0 to its last: F +1, explicit W -1;
-/// without W lists, each empty slot runs one pending W. Calls f(slot, activations).
+/// A rank's chunk activations and its W's whose I has run, after a slot.
+struct memory_state {
+    std::int64_t held = 0;
+    std::int64_t pending = 0;
+};
+inline constexpr std::size_t empty_slot = ~std::size_t{0};
+
+/// The memory rule of one slot holding an action of list k (F 0-1 +1, I 2-3, an explicit W
+/// 4-5 -1) or empty_slot, where one pending W runs unless the W's are explicit (has_w).
+[[nodiscard]] inline memory_state next_memory(memory_state s, std::size_t k, bool has_w) noexcept {
+    if (k == empty_slot) {
+        if (!has_w && s.pending > 0) --s.held, --s.pending;
+    } else if (k < 2) {
+        ++s.held;
+    } else if (k < 4) {
+        ++s.pending;
+    } else {
+        --s.held;
+    }
+    return s;
+}
+
+/// Chunk activations of a rank after each of its slots, 0 to its last (next_memory); calls
+/// f(slot, activations).
 template <class F>
 void walk_memory(const rank_slots& lists, F f) {
     const bool has_w = lists.size() > 4;
     const std::int64_t bound = last_slot(lists);
     merge_walk walk{lists};
-    std::int64_t current = 0;
-    std::int64_t pending = 0;
+    memory_state s{};
     for (std::int64_t slot = 0; slot <= bound; ++slot) {
-        const std::size_t k = walk.next();
-        if (k < lists.size() && lists[k][walk.head[k]] == slot) {
-            ++walk.head[k];
-            current += k < 2 ? 1 : k >= 4 ? -1 : 0;
-            if (k == 2 || k == 3) ++pending;
-        } else if (!has_w && pending > 0) {
-            --current;
-            --pending;
-        }
-        f(slot, current);
+        std::size_t k = walk.next();
+        if (k < lists.size() && lists[k][walk.head[k]] == slot) ++walk.head[k];
+        else k = empty_slot;
+        s = next_memory(s, k, has_w);
+        f(slot, s.held);
     }
 }
 
@@ -223,7 +238,7 @@ public:
         for (std::size_t k = 0; k < lists.size(); ++k) {
             for (const std::int64_t t : lists[k]) kind_[static_cast<std::size_t>(t)] = static_cast<std::int8_t>(k);
         }
-        state s{};
+        memory_state s{};
         for (std::size_t u = 0; u < kind_.size(); ++u) after_[u] = s = next(s, kind_[u]);
     }
 
@@ -233,7 +248,7 @@ public:
     bool try_move(std::size_t k, std::int64_t from, std::int64_t to, std::int64_t cap) {
         const auto f = static_cast<std::size_t>(from);
         const auto t = static_cast<std::size_t>(to);
-        state s = t > 0 ? after_[t - 1] : state{};
+        memory_state s = t > 0 ? after_[t - 1] : memory_state{};
         changed_.clear();
         for (std::size_t u = t; u < kind_.size(); ++u) {
             s = next(s, u == t ? static_cast<std::int8_t>(k) : u == f ? empty : kind_[u]);
@@ -249,25 +264,13 @@ public:
 
 private:
     static constexpr std::int8_t empty = -1;
-    struct state {
-        std::int64_t held = 0;    ///< chunk activations
-        std::int64_t pending = 0; ///< W's whose I has run
-    };
-    /// walk_memory's rule for one slot holding an action of list k (F 0-1, I 2-3) or empty.
-    [[nodiscard]] static state next(state s, std::int8_t k) noexcept {
-        if (k == empty) {
-            if (s.pending > 0) --s.held, --s.pending;
-        } else if (k < 2) {
-            ++s.held;
-        } else {
-            ++s.pending;
-        }
-        return s;
+    [[nodiscard]] static memory_state next(memory_state s, std::int8_t k) noexcept {
+        return next_memory(s, k == empty ? empty_slot : static_cast<std::size_t>(k), false);
     }
 
-    std::vector<std::int8_t> kind_; ///< the list whose action holds each slot, or empty
-    std::vector<state> after_;      ///< the state after each slot
-    std::vector<state> changed_;    ///< try_move()'s walk
+    std::vector<std::int8_t> kind_;     ///< the list whose action holds each slot, or empty
+    std::vector<memory_state> after_;   ///< the state after each slot
+    std::vector<memory_state> changed_; ///< try_move()'s walk
 };
 
 /// Step 3 (with_weights) or step 4's squeeze; see the header comment.
@@ -288,7 +291,6 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
         activations[r].assign(static_cast<std::size_t>(last_slot(all[r]) + 1), 0);
         walk_memory(all[r], [&](std::int64_t t, std::int64_t current) { activations[r][static_cast<std::size_t>(t)] = current; });
     }
-    std::vector<std::int64_t> most_from; // scratch for the moves below
     std::vector<implicit_w_memory> implicit;
     if (!with_weights) {
         implicit.reserve(p);
@@ -318,17 +320,17 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
             if (with_weights) {
                 std::vector<std::int64_t>& held = activations[r];
                 const std::int64_t change = k < 2 ? 1 : k >= 4 ? -1 : 0;
-                // For an F, the most held over [t, slot) for each candidate t, from the right;
-                // an I or a W fits anywhere.
-                most_from.assign(change > 0 ? static_cast<std::size_t>(std::max<std::int64_t>(slot - after - 1, 0)) : 0, 0);
-                std::int64_t most = std::numeric_limits<std::int64_t>::min();
-                for (std::int64_t t = slot - 1; change > 0 && t > after; --t) {
-                    most = std::max(most, held[static_cast<std::size_t>(t)]);
-                    most_from[static_cast<std::size_t>(t - after - 1)] = most;
+                // An I or a W fits anywhere; an F only past the last slot before it that
+                // already holds memory_cap.
+                std::int64_t first = after + 1;
+                for (std::int64_t u = slot - 1; change > 0 && u > after; --u) {
+                    if (held[static_cast<std::size_t>(u)] + change > memory_cap) {
+                        first = u + 1;
+                        break;
+                    }
                 }
-                for (std::int64_t t = after + 1; t < slot; ++t) {
+                for (std::int64_t t = first; t < slot; ++t) {
                     if (occupied[r][static_cast<std::size_t>(t)] != 0) continue;
-                    if (change > 0 && most_from[static_cast<std::size_t>(t - after - 1)] + change > memory_cap) continue;
                     at = t;
                     for (std::int64_t u = t; u < slot; ++u) held[static_cast<std::size_t>(u)] += change;
                     moved = true;
