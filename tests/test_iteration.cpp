@@ -291,3 +291,37 @@ TEST_CASE("iteration rules: each violation is reported with its rank and index")
 }
 
 } // namespace
+
+TEST_CASE("iteration rules: of several unmatched p2p pairs, the first by stage, then microbatch, then activation") {
+    // Rank 1 (stage 1) sends activations to rank 2 and gradients to rank 0; two of its sends
+    // are gone. The receive reported is the one of the lower microbatch, whichever direction.
+    const ps::iteration three{ps::one_f_one_b<>{{.ranks = 3, .microbatches = 4, .chunks = 1}}};
+    const ps::shape dims{3, 4, 1};
+    const auto base = stream_of(three);
+    REQUIRE(check_stream(base, dims));
+    const auto without_sends = [&](std::uint32_t activation_mb, std::uint32_t gradient_mb) {
+        auto s = base;
+        s[1].erase(s[1].begin() + static_cast<std::ptrdiff_t>(find(s[1], op::send_activation, activation_mb)));
+        s[1].erase(s[1].begin() + static_cast<std::ptrdiff_t>(find(s[1], op::send_gradient, gradient_mb)));
+        return s;
+    };
+    SUBCASE("the gradient's microbatch is lower") {
+        const auto s = without_sends(3, 1);
+        const ps::verdict v = check_stream(s, dims);
+        CHECK(v.code == ps::verdict_code::unmatched_recv);
+        CHECK(v.rank == 0);
+        CHECK(v.index == find(s[0], op::recv_gradient, 1));
+        CHECK(v.subject == ps::action{0, op::recv_gradient, 1});
+        CHECK(v.other_rank == 1);
+    }
+    SUBCASE("the activation's microbatch is lower, or the same") {
+        for (const std::uint32_t gradient_mb : {2u, 1u}) {
+            const auto s = without_sends(1, gradient_mb);
+            const ps::verdict v = check_stream(s, dims);
+            CHECK(v.code == ps::verdict_code::unmatched_recv);
+            CHECK(v.rank == 2);
+            CHECK(v.index == find(s[2], op::recv_activation, 1));
+            CHECK(v.subject == ps::action{2, op::recv_activation, 1});
+        }
+    }
+}

@@ -255,6 +255,46 @@ TEST_CASE("validate(iteration) and simulate(iteration): the fast paths and the f
     CHECK(replayed > 1000); // replays ran, valid or with a rule violation they can time
 }
 
+TEST_CASE("validate(iteration) in one walk: of rule violations on several ranks, the first in rank order") {
+    // The one walk checks each event when the replay reaches it, and the replay runs the last
+    // rank's first events long before the first rank's last: a violation at the start of the
+    // last rank is met first, the documented answer is the one on rank 0.
+    std::size_t cases = 0;
+    for_each_accepted_schedule({2u, 3u}, {2u, 5u}, [&](const auto& pol) {
+        using P = std::remove_cvref_t<decltype(pol)>;
+        auto lists = iteration_lists(ps::iteration<P>{pol});
+        const auto first_of = [](const std::vector<ps::event>& list, ps::op kind) {
+            std::size_t i = 0;
+            while (i < list.size() && list[i].kind != kind) ++i;
+            return i;
+        };
+        auto& first = lists.front();
+        auto& last = lists.back();
+        const std::size_t sync = first_of(first, ps::op::grad_sync);
+        const std::size_t step = first_of(last, ps::op::optimizer_step);
+        REQUIRE(sync < first.size());
+        REQUIRE(step < last.size());
+        // Rank 0: a grad_sync after its optimizer step (a stale update near its end); the last
+        // rank: its optimizer step first (one at index 0).
+        const ps::event moved = first[sync];
+        first.erase(first.begin() + static_cast<std::ptrdiff_t>(sync));
+        first.push_back(moved);
+        const ps::event update = last[step];
+        last.erase(last.begin() + static_cast<std::ptrdiff_t>(step));
+        last.insert(last.begin(), update);
+
+        const ps::event_lists src{lists, pol.shape, P::layout};
+        CHECK(ps::detail::iteration_validator<ps::event_lists>{src}.run_one_replay()); // the one walk answers
+        const ps::verdict v = ps::validate_events(lists, pol.shape, P::layout);
+        CHECK(v.code == ps::verdict_code::stale_update);
+        CHECK(v.rank == 0);
+        std::string what;
+        CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
+        ++cases;
+    });
+    CHECK(cases > 40);
+}
+
 
 namespace {
 

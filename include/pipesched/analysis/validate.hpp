@@ -118,7 +118,18 @@ public:
     // for each action of the rank in order (true on an error, result() says which), then
     // rank_left_pair_open(); after every rank, units_missing(). Ranks in any order; the
     // first error found may then differ from structure_ok()'s, whether there is one does not.
+    // A caller that interleaves the ranks (validate_iteration.hpp's one-walk replay) keeps
+    // each rank's open pair between its turns: pair_progress() after a turn, resume() before.
+    struct open_pair {
+        std::uint8_t state = 0;
+        action first{};
+    };
     constexpr void begin_rank() noexcept { pair_state_ = pair_none; }
+    [[nodiscard]] constexpr open_pair pair_progress() const noexcept { return {pair_state_, pair_first_}; }
+    constexpr void resume(const open_pair& p) noexcept {
+        pair_state_ = static_cast<pair_step>(p.state);
+        pair_first_ = p.first;
+    }
     constexpr bool check_action(std::uint32_t r, std::uint32_t i, const action& a) { return check_one(r, i, a); }
     [[nodiscard]] constexpr bool rank_left_pair_open() const noexcept { return pair_state_ != pair_none; }
     constexpr bool units_missing() noexcept { return find_missing(); }

@@ -27,6 +27,7 @@
 // one after the other as listed, so the verdict is always the first error in this order.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -193,22 +194,41 @@ public:
         return first_rule_violation_;
     }
 
-    /// The common case in one replay, not two: the compute projection's structure check, the
-    /// per-rank rules, the send/receive matching and the iteration replay, without the compute
-    /// projection's own replay. That replay cannot fail when these pass and, in addition, every
+    /// The common case in one walk over the events: the compute projection's structure check,
+    /// the per-rank rules and the iteration replay together (each event is checked when its
+    /// rank first reaches it), then the send/receive matching; the compute projection's own
+    /// replay is left out. That replay cannot fail when these pass and, in addition, every
     /// compute action whose input comes from a stage on the same rank follows that input in
-    /// the rank's order (checked in check_rank): a cross-rank input is received before its
+    /// the rank's order (checked in check_event): a cross-rank input is received before its
     /// consumer (input_not_received), its send follows its producer (send_before_compute) and
     /// the receive waited for that send in the iteration replay, so the order in which the
     /// iteration replay ran the compute actions is one the compute replay accepts (an
     /// overlapped pair's F can wait for its B: nothing reads the F before the pair's sends).
-    /// True with first_rule_violation_ as the answer; false if anything failed, and the caller
-    /// starts over.
-    /// The compute projection's structure check runs inside the same pass over the events.
+    /// The per-rank rules only read what their own rank did before (and the sequence numbers
+    /// they add up are compared after every rank), so checking the ranks interleaved finds
+    /// the same errors as rank by rank; which one is found first may differ, hence the start
+    /// over on any error. True with first_rule_violation_ as the answer; false if anything
+    /// failed, and the caller starts over.
     constexpr bool run_one_replay() {
-        if (!run_one_pass()) return false;
-        replay();
-        return static_cast<bool>(result_);
+        if (src_.ranks() != dims_.ranks) return false;
+        const compute_projection<Source> projection{src_};
+        validator<compute_projection<Source>> structure{projection};
+        structure_ = &structure;
+        check_same_rank_inputs_ = true;
+        std::vector<rank_checks> checks(src_.ranks(), start_rank());
+        bool ok = false;
+        {
+            replay_model model{*this, &checks};
+            replay_engine<replay_model> engine{model};
+            ok = engine.run();
+        }
+        for (std::uint32_t r = 0; r < src_.ranks() && ok; ++r) {
+            structure.resume(checks[r].pair);
+            ok = !end_rank(r, checks[r]);
+        }
+        structure_ = nullptr;
+        check_same_rank_inputs_ = false;
+        return ok && !structure.units_missing() && !same_rank_input_late_ && !match_sends_and_receives();
     }
 
     /// run_one_replay() without its replay: steps 1 to 3 in one pass, true if they all pass
@@ -275,9 +295,13 @@ private:
         result_.other_rank = e.peer;
         return true;
     }
-    /// A rule violation that does not stop the checks (see run()); the first one is kept.
+    /// A rule violation that does not stop the checks (see run()); the first one in the order
+    /// of the ranks is kept (the one-walk replay meets them in the order the ranks run).
     constexpr void soft_fail(verdict_code code, std::uint32_t rank, std::uint32_t index, const event& e) {
-        if (first_rule_violation_.code != verdict_code::valid) return;
+        const verdict& kept = first_rule_violation_;
+        if (kept.code != verdict_code::valid && (kept.rank < rank || (kept.rank == rank && kept.index < index))) {
+            return;
+        }
         first_rule_violation_.code = code;
         first_rule_violation_.rank = rank;
         first_rule_violation_.index = index;
@@ -285,7 +309,7 @@ private:
         first_rule_violation_.other_rank = e.peer;
     }
     /// Next sequence number on the channel (rank -> peer for sends, peer -> rank for receives).
-    static constexpr std::uint32_t next_seq(std::vector<channel>& table, std::uint32_t peer, op kind) {
+    [[gnu::noinline]] static constexpr std::uint32_t next_seq(std::vector<channel>& table, std::uint32_t peer, op kind) {
         for (channel& c : table) {
             if (c.peer == peer && c.kind == kind) return c.count++;
         }
@@ -293,139 +317,183 @@ private:
         return 0;
     }
 
+    /// What the per-rank rules (step 2) carry from one event of a rank to the next: check_rank()
+    /// walks a rank with one, the one-walk replay keeps one per rank between its turns.
+    struct rank_checks {
+        std::vector<std::uint32_t> backward_left{}; ///< per chunk: B and W still to come
+        std::vector<std::uint8_t> synced{};         ///< per chunk: its grad_sync ran
+        /// Sequence numbers per p2p kind (send/recv x activation/gradient) and neighbour
+        /// (the previous rank, the next), and for any other peer a table.
+        std::array<std::uint32_t, 8> neighbour_sequence{};
+        std::vector<channel> channels{};
+        std::uint32_t syncs = 0;
+        std::uint32_t backward_total_left = 0;
+        std::uint32_t pair_left = 0;     ///< events of an overlapped pair still to come
+        std::uint32_t index = 0;         ///< events of the rank checked so far
+        std::uint32_t compute_index = 0; ///< position in the compute projection
+        bool joins_norm = false;
+        typename validator<compute_projection<Source>>::open_pair pair{}; ///< the structure check's
+    };
+    [[nodiscard]] constexpr rank_checks start_rank() const {
+        rank_checks k{};
+        k.backward_left.assign(dims_.chunks, dims_.microbatches);
+        k.synced.assign(dims_.chunks, 0);
+        k.backward_total_left = dims_.chunks * dims_.microbatches;
+        return k;
+    }
+
+    /// Next sequence number on the channel of a send or receive of rank r with `peer`. In the
+    /// library's placements a rank's peers are its neighbours (r - 1 and r + 1 modulo the
+    /// ranks), whose counters are at hand; any other peer's are looked up.
+    [[nodiscard, gnu::always_inline]] constexpr std::uint32_t next_seq(rank_checks& k, std::uint32_t r, std::uint32_t peer,
+                                                                      op kind) const {
+        static_assert(static_cast<int>(op::recv_activation) == static_cast<int>(op::send_activation) + 1 &&
+                      static_cast<int>(op::send_gradient) == static_cast<int>(op::send_activation) + 2 &&
+                      static_cast<int>(op::recv_gradient) == static_cast<int>(op::send_activation) + 3);
+        const std::uint32_t next = r + 1 == dims_.ranks ? 0 : r + 1;
+        const std::uint32_t previous = r == 0 ? dims_.ranks - 1 : r - 1;
+        if (peer != next && peer != previous) return next_seq(k.channels, peer, kind);
+        const auto p2p_kind = static_cast<std::uint32_t>(kind) - static_cast<std::uint32_t>(op::send_activation);
+        return k.neighbour_sequence[p2p_kind * 2 + (peer == next ? 1 : 0)]++;
+    }
+
     constexpr bool check_rank(std::uint32_t r) {
+        rank_checks k = start_rank();
+        if (structure_ != nullptr) structure_->begin_rank();
+        for (auto c = src_.cursor(r); !c.done(); c.advance()) {
+            if (check_event(r, k, c.current())) return true;
+        }
+        return end_rank(r, k);
+    }
+
+    /// The rank's last event has been checked: no pair may be left open.
+    constexpr bool end_rank(std::uint32_t r, const rank_checks& k) {
+        if (structure_ != nullptr && structure_->rank_left_pair_open()) return true;
+        if (k.pair_left > 0) { // a marker too close to the end (also refused by step 1)
+            const event marker{op::overlap_f_b, 0, static_cast<std::uint16_t>(r), 0, no_peer};
+            return fail(verdict_code::malformed_overlap, r, k.index - 1, marker);
+        }
+        return false;
+    }
+
+    /// Step 2's rules (and, in one walk, step 1's structure check) for the next event of rank
+    /// r; true on an error (result_ says which, unless the structure check found it).
+    [[gnu::always_inline]] constexpr bool check_event(std::uint32_t r, rank_checks& k, const event& e) {
         const std::uint32_t v = dims_.chunks;
         const std::uint32_t m = dims_.microbatches;
-        std::vector<std::uint32_t> backward_left(v, m);
-        std::vector<std::uint8_t> synced(v, 0);
-        std::uint32_t syncs = 0;
-        std::uint32_t backward_total_left = v * m;
-        std::vector<channel> channels;
-        std::uint32_t pair_left = 0; // events of an overlapped pair still to come
-        bool joins_norm = false;
-        std::uint32_t i = 0;
-        std::uint32_t compute_index = 0; // position in the compute projection
-        if (structure_ != nullptr) structure_->begin_rank();
-        for (auto c = src_.cursor(r); !c.done(); c.advance(), ++i) {
-            const event e = c.current();
-            if (e.rank != r || e.chunk >= v || e.microbatch >= m) {
-                return fail(verdict_code::out_of_range, r, i, e);
-            }
-            if (structure_ != nullptr && (is_compute(e.kind) || e.kind == op::overlap_f_b) &&
-                structure_->check_action(r, compute_index++, action{stage(e), e.kind, e.microbatch})) {
-                return true; // run_one_replay() starts over: the verdict comes from there
-            }
-            if (pair_left > 0) {
-                if (!is_compute(e.kind)) return fail(verdict_code::malformed_overlap, r, i, e);
-                --pair_left;
-            }
-            if (e.kind == op::overlap_f_b) pair_left = 2;
-            const std::uint32_t s = stage(e);
-            unit_state& u = unit(s, e.microbatch);
-            switch (e.kind) {
-            case op::forward:
-                if (s > 0 && owner(s - 1) != r && !(u.flags & got_activation)) {
-                    return fail(verdict_code::input_not_received, r, i, e);
-                }
-                if (check_same_rank_inputs_ && s > 0 && owner(s - 1) == r &&
-                    !(unit(s - 1, e.microbatch).flags & seen_forward)) {
-                    same_rank_input_late_ = true;
-                }
-                u.flags |= seen_forward;
-                break;
-            case op::backward:
-            case op::backward_input:
-                if (s + 1 < stages_ && owner(s + 1) != r && !(u.flags & got_gradient)) {
-                    return fail(verdict_code::input_not_received, r, i, e);
-                }
-                if (check_same_rank_inputs_ && s + 1 < stages_ && owner(s + 1) == r &&
-                    !(unit(s + 1, e.microbatch).flags & seen_backward)) {
-                    same_rank_input_late_ = true;
-                }
-                // has_losses() last: it walks the ranks the first time it is asked.
-                if (s + 1 == stages_ && !(u.flags & seen_loss) && has_losses()) {
-                    soft_fail(verdict_code::loss_misplaced, r, i, e);
-                }
-                u.flags |= seen_backward;
-                if (e.kind == op::backward) --backward_left[e.chunk], --backward_total_left;
-                break;
-            case op::backward_weight:
-                --backward_left[e.chunk];
-                --backward_total_left;
-                break;
-            case op::loss:
-                if (s + 1 != stages_ || !(u.flags & seen_forward) || (u.flags & (seen_backward | seen_loss))) {
-                    soft_fail(verdict_code::loss_misplaced, r, i, e);
-                    break;
-                }
-                u.flags |= seen_loss;
-                break;
-            case op::recompute:
-                if (!(u.flags & seen_forward) || (u.flags & (seen_backward | seen_recompute))) {
-                    soft_fail(verdict_code::recompute_misplaced, r, i, e);
-                    break;
-                }
-                u.flags |= seen_recompute;
-                break;
-            case op::send_activation:
-            case op::send_gradient: {
-                const bool act = e.kind == op::send_activation;
-                if (!(act ? s + 1 < stages_ : s > 0) || e.peer >= dims_.ranks ||
-                    e.peer != owner(act ? s + 1 : s - 1) || e.peer == r) {
-                    return fail(verdict_code::p2p_wrong_peer, r, i, e);
-                }
-                if (!(u.flags & (act ? seen_forward : seen_backward))) {
-                    return fail(verdict_code::send_before_compute, r, i, e);
-                }
-                const auto flag = act ? sent_activation : sent_gradient;
-                if (u.flags & flag) return fail(verdict_code::duplicate, r, i, e);
-                u.flags |= flag;
-                (act ? u.activation_sequence_gap : u.gradient_sequence_gap) += next_seq(channels, e.peer, e.kind);
-                break;
-            }
-            case op::recv_activation:
-            case op::recv_gradient: {
-                const bool act = e.kind == op::recv_activation;
-                if (!(act ? s > 0 : s + 1 < stages_) || e.peer >= dims_.ranks ||
-                    e.peer != owner(act ? s - 1 : s + 1) || e.peer == r) {
-                    return fail(verdict_code::p2p_wrong_peer, r, i, e);
-                }
-                const auto flag = act ? got_activation : got_gradient;
-                if (u.flags & flag) return fail(verdict_code::duplicate, r, i, e);
-                u.flags |= flag;
-                // The sender's record lives on the producing unit: the receive's sequence
-                // number goes there too, for step 3 to compare with the send's.
-                unit_state& producer = unit(act ? s - 1 : s + 1, e.microbatch);
-                (act ? producer.activation_sequence_gap : producer.gradient_sequence_gap) -=
-                    next_seq(channels, e.peer, e.kind);
-                break;
-            }
-            case op::grad_sync:
-                if (synced[e.chunk]) return fail(verdict_code::duplicate, r, i, e);
-                if (backward_left[e.chunk] != 0) {
-                    soft_fail(verdict_code::grad_sync_before_backward, r, i, e);
-                    break;
-                }
-                synced[e.chunk] = 1;
-                ++syncs;
-                break;
-            case op::grad_norm:
-            case op::optimizer_step:
-                if (e.kind == op::grad_norm && !joins_norm) {
-                    joins_norm = true;
-                    ++ranks_with_norm_;
-                }
-                if (syncs != v || backward_total_left != 0) {
-                    soft_fail(verdict_code::stale_update, r, i, e);
-                }
-                break;
-            default: break; // param_gather, reshard, overlap_f_b: no rule of their own here
-            }
+        const std::uint32_t i = k.index++;
+        if (e.rank != r || e.chunk >= v || e.microbatch >= m) {
+            return fail(verdict_code::out_of_range, r, i, e);
         }
-        if (structure_ != nullptr && structure_->rank_left_pair_open()) return true;
-        if (pair_left > 0) { // a marker too close to the end (also refused by step 1)
-            const event marker{op::overlap_f_b, 0, static_cast<std::uint16_t>(r), 0, no_peer};
-            return fail(verdict_code::malformed_overlap, r, i - 1, marker);
+        if (structure_ != nullptr && (is_compute(e.kind) || e.kind == op::overlap_f_b) &&
+            structure_->check_action(r, k.compute_index++, action{stage(e), e.kind, e.microbatch})) {
+            return true; // run_one_replay() starts over: the verdict comes from there
+        }
+        if (k.pair_left > 0) {
+            if (!is_compute(e.kind)) return fail(verdict_code::malformed_overlap, r, i, e);
+            --k.pair_left;
+        }
+        if (e.kind == op::overlap_f_b) k.pair_left = 2;
+        const std::uint32_t s = stage(e);
+        unit_state& u = unit(s, e.microbatch);
+        switch (e.kind) {
+        case op::forward:
+            if (s > 0 && owner(s - 1) != r && !(u.flags & got_activation)) {
+                return fail(verdict_code::input_not_received, r, i, e);
+            }
+            if (check_same_rank_inputs_ && s > 0 && owner(s - 1) == r &&
+                !(unit(s - 1, e.microbatch).flags & seen_forward)) {
+                same_rank_input_late_ = true;
+            }
+            u.flags |= seen_forward;
+            break;
+        case op::backward:
+        case op::backward_input:
+            if (s + 1 < stages_ && owner(s + 1) != r && !(u.flags & got_gradient)) {
+                return fail(verdict_code::input_not_received, r, i, e);
+            }
+            if (check_same_rank_inputs_ && s + 1 < stages_ && owner(s + 1) == r &&
+                !(unit(s + 1, e.microbatch).flags & seen_backward)) {
+                same_rank_input_late_ = true;
+            }
+            // has_losses() last: it walks the ranks the first time it is asked.
+            if (s + 1 == stages_ && !(u.flags & seen_loss) && has_losses()) {
+                soft_fail(verdict_code::loss_misplaced, r, i, e);
+            }
+            u.flags |= seen_backward;
+            if (e.kind == op::backward) --k.backward_left[e.chunk], --k.backward_total_left;
+            break;
+        case op::backward_weight:
+            --k.backward_left[e.chunk];
+            --k.backward_total_left;
+            break;
+        case op::loss:
+            if (s + 1 != stages_ || !(u.flags & seen_forward) || (u.flags & (seen_backward | seen_loss))) {
+                soft_fail(verdict_code::loss_misplaced, r, i, e);
+                break;
+            }
+            u.flags |= seen_loss;
+            break;
+        case op::recompute:
+            if (!(u.flags & seen_forward) || (u.flags & (seen_backward | seen_recompute))) {
+                soft_fail(verdict_code::recompute_misplaced, r, i, e);
+                break;
+            }
+            u.flags |= seen_recompute;
+            break;
+        case op::send_activation:
+        case op::send_gradient: {
+            const bool act = e.kind == op::send_activation;
+            if (!(act ? s + 1 < stages_ : s > 0) || e.peer >= dims_.ranks ||
+                e.peer != owner(act ? s + 1 : s - 1) || e.peer == r) {
+                return fail(verdict_code::p2p_wrong_peer, r, i, e);
+            }
+            if (!(u.flags & (act ? seen_forward : seen_backward))) {
+                return fail(verdict_code::send_before_compute, r, i, e);
+            }
+            const auto flag = act ? sent_activation : sent_gradient;
+            if (u.flags & flag) return fail(verdict_code::duplicate, r, i, e);
+            u.flags |= flag;
+            (act ? u.activation_sequence_gap : u.gradient_sequence_gap) += next_seq(k, r, e.peer, e.kind);
+            break;
+        }
+        case op::recv_activation:
+        case op::recv_gradient: {
+            const bool act = e.kind == op::recv_activation;
+            if (!(act ? s > 0 : s + 1 < stages_) || e.peer >= dims_.ranks ||
+                e.peer != owner(act ? s - 1 : s + 1) || e.peer == r) {
+                return fail(verdict_code::p2p_wrong_peer, r, i, e);
+            }
+            const auto flag = act ? got_activation : got_gradient;
+            if (u.flags & flag) return fail(verdict_code::duplicate, r, i, e);
+            u.flags |= flag;
+            // The sender's record lives on the producing unit: the receive's sequence
+            // number goes there too, for step 3 to compare with the send's.
+            unit_state& producer = unit(act ? s - 1 : s + 1, e.microbatch);
+            (act ? producer.activation_sequence_gap : producer.gradient_sequence_gap) -=
+                next_seq(k, r, e.peer, e.kind);
+            break;
+        }
+        case op::grad_sync:
+            if (k.synced[e.chunk]) return fail(verdict_code::duplicate, r, i, e);
+            if (k.backward_left[e.chunk] != 0) {
+                soft_fail(verdict_code::grad_sync_before_backward, r, i, e);
+                break;
+            }
+            k.synced[e.chunk] = 1;
+            ++k.syncs;
+            break;
+        case op::grad_norm:
+        case op::optimizer_step:
+            if (e.kind == op::grad_norm && !k.joins_norm) {
+                k.joins_norm = true;
+                ++ranks_with_norm_;
+            }
+            if (k.syncs != v || k.backward_total_left != 0) {
+                soft_fail(verdict_code::stale_update, r, i, e);
+            }
+            break;
+        default: break; // param_gather, reshard, overlap_f_b: no rule of their own here
         }
         return false;
     }
@@ -458,42 +526,59 @@ private:
     }
 
     /// Step 3: for every cross-rank edge, one send and one receive, same channel position.
+    /// The first error in the order of (stage, microbatch, activation before gradient); the
+    /// edges of a stage are looked at once per direction, and its units in one loop over the
+    /// microbatches per direction.
     constexpr bool match_sends_and_receives() {
-        const std::uint32_t m = dims_.microbatches;
         for (std::uint32_t s = 0; s < stages_; ++s) {
-            for (std::uint32_t mb = 0; mb < m; ++mb) {
-                const unit_state& u = unit(s, mb);
-                for (const bool act : {true, false}) {
-                    const bool has_consumer = act ? s + 1 < stages_ : s > 0;
-                    if (!has_consumer) continue;
-                    const std::uint32_t consumer_stage = act ? s + 1 : s - 1;
-                    if (owner(consumer_stage) == owner(s)) continue;
-                    const unit_state& consumer = unit(consumer_stage, mb);
-                    const bool sent = u.flags & (act ? sent_activation : sent_gradient);
-                    const bool received = consumer.flags & (act ? got_activation : got_gradient);
-                    const op send_op = act ? op::send_activation : op::send_gradient;
-                    const op recv_op = act ? op::recv_activation : op::recv_gradient;
-                    const event sender{send_op, static_cast<std::uint8_t>(locate_stage(layout_, dims_.ranks, s).chunk),
-                                       static_cast<std::uint16_t>(owner(s)), static_cast<std::uint16_t>(mb),
-                                       static_cast<std::uint16_t>(owner(consumer_stage))};
-                    if (sent && !received) {
-                        return fail(verdict_code::unmatched_send, owner(s), position_of(sender), sender);
-                    }
-                    if (!sent && received && owner(s) != owner(consumer_stage)) {
-                        const event receiver{recv_op,
-                                             static_cast<std::uint8_t>(locate_stage(layout_, dims_.ranks, consumer_stage).chunk),
-                                             static_cast<std::uint16_t>(owner(consumer_stage)),
-                                             static_cast<std::uint16_t>(mb), static_cast<std::uint16_t>(owner(s))};
-                        return fail(verdict_code::unmatched_recv, owner(consumer_stage), position_of(receiver),
-                                    receiver);
-                    }
-                    if (sent && (act ? u.activation_sequence_gap : u.gradient_sequence_gap) != 0) {
-                        return fail(verdict_code::p2p_order_mismatch, owner(s), position_of(sender), sender);
-                    }
-                }
+            const std::uint32_t bad_activation = first_unmatched(s, true);
+            const std::uint32_t bad_gradient = first_unmatched(s, false);
+            if (bad_activation <= bad_gradient && bad_activation < dims_.microbatches) {
+                return unit_p2p_error(s, s + 1, bad_activation, true);
             }
+            if (bad_gradient < dims_.microbatches) return unit_p2p_error(s, s - 1, bad_gradient, false);
         }
         return false;
+    }
+
+    /// The first microbatch whose activation (act) or gradient stage s sends to another rank
+    /// breaks step 3's rule; the microbatch count if none does.
+    [[nodiscard]] constexpr std::uint32_t first_unmatched(std::uint32_t s, bool act) const noexcept {
+        const std::uint32_t m = dims_.microbatches;
+        if (!(act ? s + 1 < stages_ : s > 0)) return m;
+        const std::uint32_t consumer_stage = act ? s + 1 : s - 1;
+        if (owner(consumer_stage) == owner(s)) return m;
+        const auto sent = act ? sent_activation : sent_gradient;
+        const auto received = act ? got_activation : got_gradient;
+        for (std::uint32_t mb = 0; mb < m; ++mb) {
+            const unit_state& u = units_[std::size_t{s} * m + mb];
+            const bool is_sent = (u.flags & sent) != 0;
+            const bool is_received = (units_[std::size_t{consumer_stage} * m + mb].flags & received) != 0;
+            const std::uint32_t gap = act ? u.activation_sequence_gap : u.gradient_sequence_gap;
+            if (is_sent != is_received || (is_sent && gap != 0)) return mb;
+        }
+        return m;
+    }
+
+    /// The error of step 3 for the edge from stage s to consumer_stage of microbatch mb (a
+    /// send without its receive, or the reverse, or a pair out of channel order).
+    constexpr bool unit_p2p_error(std::uint32_t s, std::uint32_t consumer_stage, std::uint32_t mb, bool act) {
+        const unit_state& u = unit(s, mb);
+        const bool sent = u.flags & (act ? sent_activation : sent_gradient);
+        const bool received = unit(consumer_stage, mb).flags & (act ? got_activation : got_gradient);
+        const op send_op = act ? op::send_activation : op::send_gradient;
+        const op recv_op = act ? op::recv_activation : op::recv_gradient;
+        const event sender{send_op, static_cast<std::uint8_t>(locate_stage(layout_, dims_.ranks, s).chunk),
+                           static_cast<std::uint16_t>(owner(s)), static_cast<std::uint16_t>(mb),
+                           static_cast<std::uint16_t>(owner(consumer_stage))};
+        if (sent && !received) return fail(verdict_code::unmatched_send, owner(s), position_of(sender), sender);
+        if (!sent && received) {
+            const event receiver{recv_op, static_cast<std::uint8_t>(locate_stage(layout_, dims_.ranks, consumer_stage).chunk),
+                                 static_cast<std::uint16_t>(owner(consumer_stage)), static_cast<std::uint16_t>(mb),
+                                 static_cast<std::uint16_t>(owner(s))};
+            return fail(verdict_code::unmatched_recv, owner(consumer_stage), position_of(receiver), receiver);
+        }
+        return fail(verdict_code::p2p_order_mismatch, owner(s), position_of(sender), sender);
     }
 
     /// Step 4 on replay.hpp's engine: receives block until their send has run; grad_norm
@@ -501,9 +586,12 @@ private:
     class replay_model {
     public:
         using cursor_t = decltype(std::declval<const Source&>().cursor(0u));
-        /// Runs after check_rank() has passed every rank, which counted the grad_norm ranks.
-        constexpr explicit replay_model(iteration_validator& v)
-            : v_{v}, ranks_with_norm_{v.ranks_with_norm_} {
+        /// Runs after check_rank() has passed every rank, which counted the grad_norm ranks;
+        /// or, with `checks`, checks each event as its rank reaches it (run_one_replay()), and
+        /// then the collective needs every rank: whether all have a grad_norm is not known yet,
+        /// and if one has none the replay deadlocks and the caller starts over.
+        constexpr explicit replay_model(iteration_validator& v, std::vector<rank_checks>* checks = nullptr)
+            : v_{v}, checks_{checks}, ranks_with_norm_{checks != nullptr ? v.src_.ranks() : v.ranks_with_norm_} {
             const std::uint32_t p = v.src_.ranks();
             cursors_.reserve(p);
             for (std::uint32_t r = 0; r < p; ++r) cursors_.push_back(v.src_.cursor(r));
@@ -529,17 +617,59 @@ private:
             return blocked_rank{q, position_[q], action{v_.stage(e), e.kind, e.microbatch}};
         }
 
+        /// The rank's events until one blocks or the rank ends; with the per-rank checks, each
+        /// event is checked when the rank first reaches it (a blocked receive is retried), and
+        /// the structure check's open pair is the rank's for the turn.
         template <class Engine>
-        constexpr step_result step(std::uint32_t r, Engine& engine) {
-            const event e = cursors_[r].current();
+        constexpr step_result run_turn(std::uint32_t r, std::uint32_t, Engine& engine) {
+            if (checks_ == nullptr) return run_rank<false>(r, nullptr, engine);
+            rank_checks& k = (*checks_)[r];
+            v_.structure_->resume(k.pair);
+            const step_result s = run_rank<true>(r, &k, engine);
+            k.pair = v_.structure_->pair_progress();
+            return s;
+        }
+
+    private:
+        template <bool Checked, class Engine>
+        [[gnu::always_inline]] constexpr step_result run_rank(std::uint32_t r, rank_checks* k, Engine& engine) {
+            cursor_t& c = cursors_[r];
+            std::uint32_t position = position_[r];
+            step_result s = step_result::ran;
+            for (;;) {
+                const event e = c.current();
+                if constexpr (Checked) {
+                    if (k->index == position && v_.check_event(r, *k, e)) {
+                        s = step_result::failed;
+                        break;
+                    }
+                }
+                if (!run_event(r, e, engine)) {
+                    s = step_result::blocked;
+                    break;
+                }
+                c.advance();
+                ++position;
+                if (c.done()) {
+                    s = step_result::finished;
+                    break;
+                }
+            }
+            position_[r] = position;
+            return s;
+        }
+
+        /// Runs event e of rank r; false if it blocks (a receive whose send has not run, the
+        /// grad_norm collective before every rank reached it).
+        template <class Engine>
+        [[gnu::always_inline]] constexpr bool run_event(std::uint32_t r, const event& e, Engine& engine) {
             const std::uint32_t s = v_.stage(e);
             if (e.kind == op::recv_activation || e.kind == op::recv_gradient) {
                 const bool act = e.kind == op::recv_activation;
                 const unit_state& producer = v_.unit(act ? s - 1 : s + 1, e.microbatch);
-                if (!(producer.flags & (act ? posted_activation : posted_gradient))) {
-                    return step_result::blocked;
-                }
-            } else if (e.kind == op::send_activation || e.kind == op::send_gradient) {
+                return (producer.flags & (act ? posted_activation : posted_gradient)) != 0;
+            }
+            if (e.kind == op::send_activation || e.kind == op::send_gradient) {
                 const bool act = e.kind == op::send_activation;
                 v_.unit(s, e.microbatch).flags |= act ? posted_activation : posted_gradient;
                 engine.wake(e.peer);
@@ -548,22 +678,18 @@ private:
                     at_barrier_[r] = 1;
                     ++arrived_;
                 }
-                if (arrived_ != ranks_with_norm_ || ranks_with_norm_ != ranks()) {
-                    return step_result::blocked;
-                }
+                if (arrived_ != ranks_with_norm_ || ranks_with_norm_ != ranks()) return false;
                 passed_barrier_ = true;
                 for (std::uint32_t q = 0; q < ranks(); ++q) {
                     at_barrier_[q] = 0;
                     engine.wake(q);
                 }
             }
-            cursors_[r].advance();
-            ++position_[r];
-            return cursors_[r].done() ? step_result::finished : step_result::ran;
+            return true;
         }
 
-    private:
         iteration_validator& v_;
+        std::vector<rank_checks>* checks_;
         std::vector<cursor_t> cursors_{};
         std::vector<std::uint32_t> position_{};
         std::vector<std::uint8_t> at_barrier_{};
