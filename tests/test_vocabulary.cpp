@@ -76,16 +76,36 @@ constexpr bool placement_round_trips(ps::placement pl, std::uint32_t p, std::uin
     }
     return true;
 }
+/// neighbour_rank() against locate_stage() of the stage before and after, wherever they exist.
+constexpr bool neighbours_located(ps::placement pl, std::uint32_t p, std::uint32_t v) {
+    for (std::uint32_t r = 0; r < p; ++r) {
+        for (std::uint32_t c = 0; c < v; ++c) {
+            const std::uint32_t s = ps::stage_of(pl, p, r, c);
+            if (s + 1 < p * v && ps::neighbour_rank(pl, p, r, c, true) != ps::locate_stage(pl, p, s + 1).rank) return false;
+            if (s > 0 && ps::neighbour_rank(pl, p, r, c, false) != ps::locate_stage(pl, p, s - 1).rank) return false;
+        }
+    }
+    return true;
+}
 PIPESCHED_VERIFY(ps::stage_of(ps::placement::loop, 4, 1, 1) == 5);
 PIPESCHED_VERIFY(ps::stage_of(ps::placement::v_shape, 4, 1, 1) == 6); // 2p-1-rank
 PIPESCHED_VERIFY(ps::stage_of(ps::placement::v_shape, 4, 3, 1) == 4); // the V turns on the last rank
 PIPESCHED_VERIFY(placement_round_trips(ps::placement::loop, 4, 3));
 PIPESCHED_VERIFY(placement_round_trips(ps::placement::v_shape, 4, 2));
+PIPESCHED_VERIFY(neighbours_located(ps::placement::loop, 4, 3));
+PIPESCHED_VERIFY(neighbours_located(ps::placement::v_shape, 4, 4));
+PIPESCHED_VERIFY(ps::neighbour_rank(ps::placement::v_shape, 4, 3, 0, true) == 3); // the V's turn
+PIPESCHED_VERIFY(ps::neighbour_rank(ps::placement::v_shape, 4, 0, 1, true) == 0); // and its next one
+PIPESCHED_VERIFY(ps::neighbour_rank(ps::placement::loop, 4, 0, 1, false) == 3);   // a loop's wrap
 
 TEST_CASE("placement: stage_of and locate_stage are inverse") {
     for (std::uint32_t p = 1; p <= 8; ++p) {
         for (std::uint32_t v = 1; v <= 4; ++v) CHECK(placement_round_trips(ps::placement::loop, p, v));
         CHECK(placement_round_trips(ps::placement::v_shape, p, 2));
+        for (std::uint32_t v = 1; v <= 6; ++v) {
+            CHECK(neighbours_located(ps::placement::loop, p, v));
+            CHECK(neighbours_located(ps::placement::v_shape, p, v)); // beyond 2: a zigzag
+        }
     }
     CHECK(ps::stage_of(ps::placement::v_shape, 4, 0, 1) == 7);
     CHECK(ps::to_string(ps::placement::v_shape) == "v_shape");

@@ -145,14 +145,16 @@ public:
         [[nodiscard]] constexpr std::uint32_t stage(std::uint32_t rank, std::uint32_t chunk) const noexcept {
             return stage_of(layout, dims_.ranks, rank, chunk);
         }
-        [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t stage_index) const noexcept {
-            return locate_stage(layout, dims_.ranks, stage_index).rank;
+        /// The rank of the stage after (next) or before that of compute event e.
+        [[nodiscard]] constexpr std::uint32_t neighbour(const event& e, bool next) const noexcept {
+            return neighbour_rank(layout, dims_.ranks, e.rank, e.chunk, next);
         }
-        [[nodiscard]] constexpr bool crosses_to_next(std::uint32_t s) const noexcept {
-            return options_.p2p && s + 1 < dims_.stages() && owner(s + 1) != owner(s);
+        /// e (of stage s) sends to, or receives from, the next stage on another rank.
+        [[nodiscard]] constexpr bool crosses_to_next(std::uint32_t s, const event& e) const noexcept {
+            return options_.p2p && s + 1 < dims_.stages() && neighbour(e, true) != e.rank;
         }
-        [[nodiscard]] constexpr bool crosses_to_previous(std::uint32_t s) const noexcept {
-            return options_.p2p && s > 0 && owner(s - 1) != owner(s);
+        [[nodiscard]] constexpr bool crosses_to_previous(std::uint32_t s, const event& e) const noexcept {
+            return options_.p2p && s > 0 && neighbour(e, false) != e.rank;
         }
         [[nodiscard]] constexpr bool last_stage(std::uint32_t s) const noexcept {
             return s + 1 == dims_.stages();
@@ -162,8 +164,9 @@ public:
         [[nodiscard]] constexpr event iteration_event(op kind, std::uint32_t chunk) const noexcept {
             return event{kind, static_cast<std::uint8_t>(chunk), rank_, 0, no_peer};
         }
-        [[nodiscard]] constexpr event p2p(op kind, const event& e, std::uint32_t peer_stage) const noexcept {
-            return event{kind, e.chunk, e.rank, e.microbatch, static_cast<std::uint16_t>(owner(peer_stage))};
+        /// The send or receive of e's tensor with the next stage's rank (next) or the previous'.
+        [[nodiscard]] constexpr event p2p(op kind, const event& e, bool next) const noexcept {
+            return event{kind, e.chunk, e.rank, e.microbatch, static_cast<std::uint16_t>(neighbour(e, next))};
         }
 
         /// Queues the events around the next compute event, or the epilogue.
@@ -195,19 +198,19 @@ public:
             const std::uint32_t s = stage(e.rank, e.chunk);
             switch (e.kind) {
             case op::forward:
-                if (crosses_to_previous(s)) push(p2p(op::recv_activation, e, s - 1));
+                if (crosses_to_previous(s, e)) push(p2p(op::recv_activation, e, false));
                 push(e);
                 if (last_stage(s)) push(event{op::loss, e.chunk, e.rank, e.microbatch, no_peer});
-                if (crosses_to_next(s)) push(p2p(op::send_activation, e, s + 1));
+                if (crosses_to_next(s, e)) push(p2p(op::send_activation, e, true));
                 return;
             case op::backward:
             case op::backward_input:
-                if (crosses_to_next(s)) push(p2p(op::recv_gradient, e, s + 1));
+                if (crosses_to_next(s, e)) push(p2p(op::recv_gradient, e, true));
                 if (options_.activation_checkpointing) {
                     push(event{op::recompute, e.chunk, e.rank, e.microbatch, no_peer});
                 }
                 push(e);
-                if (crosses_to_previous(s)) push(p2p(op::send_gradient, e, s - 1));
+                if (crosses_to_previous(s, e)) push(p2p(op::send_gradient, e, false));
                 if (e.kind == op::backward) finish_backward(e.chunk);
                 return;
             case op::backward_weight:
@@ -233,8 +236,8 @@ public:
             inner_ = look; // refill() steps past the B
             const std::uint32_t sf = stage(f.rank, f.chunk);
             const std::uint32_t sb = stage(b.rank, b.chunk);
-            if (crosses_to_previous(sf)) push(p2p(op::recv_activation, f, sf - 1));
-            if (crosses_to_next(sb)) push(p2p(op::recv_gradient, b, sb + 1));
+            if (crosses_to_previous(sf, f)) push(p2p(op::recv_activation, f, false));
+            if (crosses_to_next(sb, b)) push(p2p(op::recv_gradient, b, true));
             if (options_.activation_checkpointing) {
                 push(event{op::recompute, b.chunk, b.rank, b.microbatch, no_peer});
             }
@@ -242,8 +245,8 @@ public:
             push(f);
             push(b);
             if (last_stage(sf)) push(event{op::loss, f.chunk, f.rank, f.microbatch, no_peer});
-            if (crosses_to_next(sf)) push(p2p(op::send_activation, f, sf + 1));
-            if (crosses_to_previous(sb)) push(p2p(op::send_gradient, b, sb - 1));
+            if (crosses_to_next(sf, f)) push(p2p(op::send_activation, f, true));
+            if (crosses_to_previous(sb, b)) push(p2p(op::send_gradient, b, false));
             if (b.kind == op::backward) finish_backward(b.chunk);
         }
 

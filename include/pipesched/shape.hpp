@@ -57,6 +57,22 @@ struct rank_chunk {
     return {offset, chunk};
 }
 
+/// The rank of the stage after (next) or before the stage of (rank, chunk): the same as
+/// locate_stage(pl, ranks, stage_of(pl, ranks, rank, chunk) +/- 1).rank, without its division
+/// (the iteration cursor asks for every compute event). The caller checks that the stage
+/// exists (not after the last, not before the first).
+[[nodiscard]] constexpr std::uint32_t neighbour_rank(placement pl, std::uint32_t ranks, std::uint32_t rank,
+                                                     std::uint32_t chunk, bool next) noexcept {
+    if (pl == placement::loop) {
+        if (next) return rank + 1 == ranks ? 0 : rank + 1;
+        return rank == 0 ? ranks - 1 : rank - 1;
+    }
+    // The V runs down the ranks in even chunks and up in odd ones, and turns on the end rank.
+    const bool down = (chunk % 2 == 0) == next;
+    if (down) return rank + 1 < ranks ? rank + 1 : rank;
+    return rank > 0 ? rank - 1 : rank;
+}
+
 /// Result of checking a shape against a policy's constraints. `message` names the violated
 /// constraint and is a string literal, so it is usable at compile time and needs no allocation.
 struct shape_check {
