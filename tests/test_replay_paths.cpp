@@ -255,6 +255,48 @@ TEST_CASE("validate(iteration) and simulate(iteration): the fast paths and the f
     CHECK(replayed > 1000); // replays ran, valid or with a rule violation they can time
 }
 
+TEST_CASE("validate(iteration) in one walk: the compute rules on the unit flags, against the step-by-step checks") {
+    // The one walk checks the compute actions on its own unit flags (F once; B or I once after
+    // the F; W once after an I; an overlapped pair's F, then a B or I of another unit) instead
+    // of the compute projection's table. Each compute event duplicated, retyped as each other
+    // compute kind, or with an overlap marker put before it: the same verdict as step by step.
+    std::size_t mutated = 0;
+    std::size_t invalid = 0;
+    const ps::op kinds[] = {ps::op::forward, ps::op::backward, ps::op::backward_input, ps::op::backward_weight};
+    for_each_accepted_schedule({2u, 3u}, {2u, 3u}, [&](const auto& pol) {
+        using P = std::remove_cvref_t<decltype(pol)>;
+        auto lists = iteration_lists(ps::iteration<P>{pol});
+        std::string what;
+        const auto compare = [&] {
+            CHECK_MESSAGE(same_verdict(lists, pol.shape, P::layout, what), what);
+            invalid += !ps::validate_events(lists, pol.shape, P::layout);
+            ++mutated;
+        };
+        for (auto& list : lists) {
+            for (std::size_t i = 0; i < list.size(); ++i) {
+                const ps::event here = list[i];
+                if (!ps::is_compute(here.kind)) continue;
+                const auto at = list.begin() + static_cast<std::ptrdiff_t>(i);
+                list.insert(at, here);
+                compare();
+                list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+                for (const ps::op kind : kinds) {
+                    if (kind == here.kind) continue;
+                    list[i].kind = kind;
+                    compare();
+                }
+                list[i] = here;
+                list.insert(list.begin() + static_cast<std::ptrdiff_t>(i),
+                            ps::event{ps::op::overlap_f_b, 0, here.rank, 0, ps::no_peer});
+                compare();
+                list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+            }
+        }
+    });
+    CHECK(mutated > 2000);
+    CHECK(invalid * 10 > mutated * 9); // nearly all of them break a rule
+}
+
 TEST_CASE("validate(iteration) in one walk: of rule violations on several ranks, the first in rank order") {
     // The one walk checks each event when the replay reaches it, and the replay runs the last
     // rank's first events long before the first rank's last: a violation at the start of the

@@ -470,8 +470,8 @@ struct as_timed_actions {
 namespace detail {
 /// Every rule of validate(it) but its deadlock replay, then the timed replay, which is that
 /// check. Without a timeline, where a try that fails has pushed nothing anyone sees, a first
-/// try runs the rules in one pass (iteration_validator::run_one_pass, which leaves out the
-/// compute projection's own replay and walks the events once, not three times); if anything
+/// try runs the rules in one pass (iteration_validator::run_one_pass: the compute projection's
+/// checks on the iteration's unit flags, without their own replay); if anything
 /// fails, or the replay does not finish, the full path below gives the verdict, as always.
 /// The validator is gone before the simulator is built, so the two tables per (stage,
 /// microbatch) are not held at once (iteration_check_bytes_per_unit, then

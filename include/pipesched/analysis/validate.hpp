@@ -113,25 +113,8 @@ public:
     constexpr bool structure_ok() { return !count_and_order() && !find_missing(); }
     [[nodiscard]] constexpr const verdict& result() const noexcept { return result_; }
 
-    // The same checks for a caller that walks the ranks itself (validate_iteration.hpp checks
-    // the compute projection in its own pass over the events): begin_rank(r), check_action()
-    // for each action of the rank in order (true on an error, result() says which), then
-    // rank_left_pair_open(); after every rank, units_missing(). Ranks in any order; the
-    // first error found may then differ from structure_ok()'s, whether there is one does not.
-    // A caller that interleaves the ranks (validate_iteration.hpp's one-walk replay) keeps
-    // each rank's open pair between its turns: pair_progress() after a turn, resume() before.
-    struct open_pair {
-        std::uint8_t state = 0;
-        action first{};
-    };
-    constexpr void begin_rank() noexcept { pair_state_ = pair_none; }
-    [[nodiscard]] constexpr open_pair pair_progress() const noexcept { return {pair_state_, pair_first_}; }
-    constexpr void resume(const open_pair& p) noexcept {
-        pair_state_ = static_cast<pair_step>(p.state);
-        pair_first_ = p.first;
-    }
-    constexpr bool check_action(std::uint32_t r, std::uint32_t i, const action& a) { return check_one(r, i, a); }
-    [[nodiscard]] constexpr bool rank_left_pair_open() const noexcept { return pair_state_ != pair_none; }
+    /// After a replay that recorded the units as it went (record_unit, below): true if one
+    /// lacks an action.
     constexpr bool units_missing() noexcept { return find_missing(); }
     /// For a replay that checks as it goes (simulate's first try, simulate.hpp): records one
     /// action's unit (duplicates, mixed backward, B/I before its F, W before its I); false

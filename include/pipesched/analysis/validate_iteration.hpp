@@ -20,11 +20,12 @@
 //      not block, like Megatron's batched isend/irecv) and grad_norm as a collective of all
 //      pipeline ranks (Megatron reduces the norm over the model-parallel group) finishes;
 //      otherwise the verdict is a deadlock naming the cycle.
-// Linear in the number of events apart from the per-rank channel table, which holds one entry
-// per distinct peer (two in every schedule of this library). When everything passes, which is
-// the common case, steps 1 to 3 share one pass over the events and step 1's own replay is left
-// out (the iteration replay implies it; run_one_replay() says why); on any error the steps run
-// one after the other as listed, so the verdict is always the first error in this order.
+// Linear in the number of events; per rank, sequence numbers for its two neighbours and a
+// table for any other peer. When everything passes, which is the common case, steps 1, 2 and
+// 4 share one walk over the events (each event is checked when the replay reaches it; step 1
+// on the per-unit flags of step 2, without its own replay, which the iteration replay implies:
+// run_one_replay() says why), then step 3 runs; on any error the steps run one after the other
+// as listed, so the verdict is always the first error in this order.
 #pragma once
 
 #include <array>
@@ -170,7 +171,7 @@ public:
             result_ = verdict{};
             first_rule_violation_ = verdict{};
             ranks_with_norm_ = 0;
-            check_same_rank_inputs_ = false;
+            one_pass_ = false;
             same_rank_input_late_ = false;
         }
         return run_step_by_step(deadlock_check);
@@ -194,8 +195,8 @@ public:
         return first_rule_violation_;
     }
 
-    /// The common case in one walk over the events: the compute projection's structure check,
-    /// the per-rank rules and the iteration replay together (each event is checked when its
+    /// The common case in one walk over the events: the compute projection's structure check
+    /// (on this validator's own unit flags, compute_checks_ok), the per-rank rules and the iteration replay together (each event is checked when its
     /// rank first reaches it), then the send/receive matching; the compute projection's own
     /// replay is left out. That replay cannot fail when these pass and, in addition, every
     /// compute action whose input comes from a stage on the same rank follows that input in
@@ -211,10 +212,7 @@ public:
     /// failed, and the caller starts over.
     constexpr bool run_one_replay() {
         if (src_.ranks() != dims_.ranks) return false;
-        const compute_projection<Source> projection{src_};
-        validator<compute_projection<Source>> structure{projection};
-        structure_ = &structure;
-        check_same_rank_inputs_ = true;
+        one_pass_ = true;
         std::vector<rank_checks> checks(src_.ranks(), start_rank());
         bool ok = false;
         {
@@ -222,13 +220,9 @@ public:
             replay_engine<replay_model> engine{model};
             ok = engine.run();
         }
-        for (std::uint32_t r = 0; r < src_.ranks() && ok; ++r) {
-            structure.resume(checks[r].pair);
-            ok = !end_rank(r, checks[r]);
-        }
-        structure_ = nullptr;
-        check_same_rank_inputs_ = false;
-        return ok && !structure.units_missing() && !same_rank_input_late_ && !match_sends_and_receives();
+        for (std::uint32_t r = 0; r < src_.ranks() && ok; ++r) ok = !end_rank(r, checks[r]);
+        one_pass_ = false;
+        return ok && !units_incomplete() && !same_rank_input_late_ && !match_sends_and_receives();
     }
 
     /// run_one_replay() without its replay: steps 1 to 3 in one pass, true if they all pass
@@ -237,18 +231,11 @@ public:
     /// untimed one. Call on a fresh validator.
     constexpr bool run_one_pass() {
         if (src_.ranks() != dims_.ranks) return false;
-        {
-            const compute_projection<Source> projection{src_};
-            validator<compute_projection<Source>> structure{projection};
-            structure_ = &structure;
-            check_same_rank_inputs_ = true;
-            bool failed = false;
-            for (std::uint32_t r = 0; r < src_.ranks() && !failed; ++r) failed = check_rank(r);
-            structure_ = nullptr;
-            check_same_rank_inputs_ = false;
-            if (failed || structure.units_missing()) return false;
-        }
-        return !same_rank_input_late_ && !match_sends_and_receives();
+        one_pass_ = true;
+        bool failed = false;
+        for (std::uint32_t r = 0; r < src_.ranks() && !failed; ++r) failed = check_rank(r);
+        one_pass_ = false;
+        return !failed && !units_incomplete() && !same_rank_input_late_ && !match_sends_and_receives();
     }
 
     /// The first of the rules an iteration replay can still time (stale_update,
@@ -271,6 +258,8 @@ private:
         sent_gradient = 128,
         posted_activation = 256, // replay: the send has run
         posted_gradient = 512,
+        seen_full_backward = 1024, // a B (seen_backward alone: an I)
+        seen_weight = 2048,
     };
     using unit_state = iteration_unit_state;
     struct channel {
@@ -330,9 +319,9 @@ private:
         std::uint32_t backward_total_left = 0;
         std::uint32_t pair_left = 0;     ///< events of an overlapped pair still to come
         std::uint32_t index = 0;         ///< events of the rank checked so far
-        std::uint32_t compute_index = 0; ///< position in the compute projection
         bool joins_norm = false;
-        typename validator<compute_projection<Source>>::open_pair pair{}; ///< the structure check's
+        std::uint32_t pair_chunk = 0;      ///< the unit of an overlapped pair's F (one pass)
+        std::uint32_t pair_microbatch = 0;
     };
     [[nodiscard]] constexpr rank_checks start_rank() const {
         rank_checks k{};
@@ -359,7 +348,6 @@ private:
 
     constexpr bool check_rank(std::uint32_t r) {
         rank_checks k = start_rank();
-        if (structure_ != nullptr) structure_->begin_rank();
         for (auto c = src_.cursor(r); !c.done(); c.advance()) {
             if (check_event(r, k, c.current())) return true;
         }
@@ -368,7 +356,6 @@ private:
 
     /// The rank's last event has been checked: no pair may be left open.
     constexpr bool end_rank(std::uint32_t r, const rank_checks& k) {
-        if (structure_ != nullptr && structure_->rank_left_pair_open()) return true;
         if (k.pair_left > 0) { // a marker too close to the end (also refused by step 1)
             const event marker{op::overlap_f_b, 0, static_cast<std::uint16_t>(r), 0, no_peer};
             return fail(verdict_code::malformed_overlap, r, k.index - 1, marker);
@@ -385,12 +372,9 @@ private:
         if (e.rank != r || e.chunk >= v || e.microbatch >= m) {
             return fail(verdict_code::out_of_range, r, i, e);
         }
-        if (structure_ != nullptr && (is_compute(e.kind) || e.kind == op::overlap_f_b) &&
-            structure_->check_action(r, k.compute_index++, action{stage(e), e.kind, e.microbatch})) {
-            return true; // run_one_replay() starts over: the verdict comes from there
-        }
         if (k.pair_left > 0) {
             if (!is_compute(e.kind)) return fail(verdict_code::malformed_overlap, r, i, e);
+            if (one_pass_ && !pair_member_ok(k, e)) return true;
             --k.pair_left;
         }
         if (e.kind == op::overlap_f_b) k.pair_left = 2;
@@ -398,10 +382,11 @@ private:
         unit_state& u = unit(s, e.microbatch);
         switch (e.kind) {
         case op::forward:
+            if (one_pass_ && !compute_checks_ok(u, e.kind)) return true;
             if (s > 0 && owner(s - 1) != r && !(u.flags & got_activation)) {
                 return fail(verdict_code::input_not_received, r, i, e);
             }
-            if (check_same_rank_inputs_ && s > 0 && owner(s - 1) == r &&
+            if (one_pass_ && s > 0 && owner(s - 1) == r &&
                 !(unit(s - 1, e.microbatch).flags & seen_forward)) {
                 same_rank_input_late_ = true;
             }
@@ -409,10 +394,11 @@ private:
             break;
         case op::backward:
         case op::backward_input:
+            if (one_pass_ && !compute_checks_ok(u, e.kind)) return true;
             if (s + 1 < stages_ && owner(s + 1) != r && !(u.flags & got_gradient)) {
                 return fail(verdict_code::input_not_received, r, i, e);
             }
-            if (check_same_rank_inputs_ && s + 1 < stages_ && owner(s + 1) == r &&
+            if (one_pass_ && s + 1 < stages_ && owner(s + 1) == r &&
                 !(unit(s + 1, e.microbatch).flags & seen_backward)) {
                 same_rank_input_late_ = true;
             }
@@ -421,9 +407,15 @@ private:
                 soft_fail(verdict_code::loss_misplaced, r, i, e);
             }
             u.flags |= seen_backward;
-            if (e.kind == op::backward) --k.backward_left[e.chunk], --k.backward_total_left;
+            if (e.kind == op::backward) {
+                u.flags |= seen_full_backward;
+                --k.backward_left[e.chunk];
+                --k.backward_total_left;
+            }
             break;
         case op::backward_weight:
+            if (one_pass_ && !compute_checks_ok(u, e.kind)) return true;
+            u.flags |= seen_weight;
             --k.backward_left[e.chunk];
             --k.backward_total_left;
             break;
@@ -494,6 +486,41 @@ private:
             }
             break;
         default: break; // param_gather, reshard, overlap_f_b: no rule of their own here
+        }
+        return false;
+    }
+
+    /// The one pass's share of the compute projection's structure check (validate.hpp), on
+    /// this validator's unit flags instead of the projection's table: F once; B or I once,
+    /// after the F; W once, after an I. It only says whether something is wrong (the caller
+    /// starts over, and the step-by-step checks name it). A stage on another rank cannot occur:
+    /// an event's stage follows from its rank and chunk, and check_event checked the rank.
+    [[nodiscard]] static constexpr bool compute_checks_ok(const unit_state& u, op kind) noexcept {
+        const std::uint32_t f = u.flags;
+        switch (kind) {
+        case op::forward: return !(f & seen_forward);
+        case op::backward:
+        case op::backward_input: return (f & seen_forward) && !(f & (seen_backward | seen_weight));
+        case op::backward_weight: return (f & seen_backward) && !(f & (seen_full_backward | seen_weight));
+        default: return true;
+        }
+    }
+    /// An overlapped pair's members (the two compute events after its marker): an F, then a B
+    /// or I of another unit (validate.hpp's well_formed_pair).
+    [[nodiscard]] static constexpr bool pair_member_ok(rank_checks& k, const event& e) noexcept {
+        if (k.pair_left == 2) {
+            k.pair_chunk = e.chunk;
+            k.pair_microbatch = e.microbatch;
+            return e.kind == op::forward;
+        }
+        const bool backward = e.kind == op::backward || e.kind == op::backward_input;
+        return backward && !(e.chunk == k.pair_chunk && e.microbatch == k.pair_microbatch);
+    }
+    /// After the one pass: a unit without its F, or its backward (a B, or an I and a W).
+    [[nodiscard]] constexpr bool units_incomplete() const noexcept {
+        for (const unit_state& u : units_) {
+            const std::uint32_t f = u.flags;
+            if (!(f & seen_forward) || !(f & seen_backward) || !(f & (seen_full_backward | seen_weight))) return true;
         }
         return false;
     }
@@ -623,11 +650,7 @@ private:
         template <class Engine>
         constexpr step_result run_turn(std::uint32_t r, std::uint32_t, Engine& engine) {
             if (checks_ == nullptr) return run_rank<false>(r, nullptr, engine);
-            rank_checks& k = (*checks_)[r];
-            v_.structure_->resume(k.pair);
-            const step_result s = run_rank<true>(r, &k, engine);
-            k.pair = v_.structure_->pair_progress();
-            return s;
+            return run_rank<true>(r, &(*checks_)[r], engine);
         }
 
     private:
@@ -715,9 +738,9 @@ private:
     bool losses_known_ = false;
     bool any_loss_ = false;
     std::uint32_t ranks_with_norm_ = 0;     ///< ranks with a grad_norm (check_rank counts them)
-    bool check_same_rank_inputs_ = false;   ///< run_one_replay(): also the same-rank inputs
-    /// run_one_replay(): the compute projection's structure check, fed by check_rank()
-    validator<compute_projection<Source>>* structure_ = nullptr;
+    /// run_one_pass() and run_one_replay(): the compute projection's structure check on the
+    /// unit flags (compute_checks_ok and the pair rule), and the same-rank inputs' order
+    bool one_pass_ = false;
     bool same_rank_input_late_ = false;     ///< one came after its consumer
 };
 
