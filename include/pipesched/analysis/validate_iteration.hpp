@@ -349,7 +349,8 @@ private:
     constexpr bool check_rank(std::uint32_t r) {
         rank_checks k = start_rank();
         for (auto c = src_.cursor(r); !c.done(); c.advance()) {
-            if (check_event(r, k, c.current())) return true;
+            const event e = c.current();
+            if (check_event(r, k, e, stage(e))) return true;
         }
         return end_rank(r, k);
     }
@@ -364,8 +365,8 @@ private:
     }
 
     /// Step 2's rules (and, in one walk, step 1's structure check) for the next event of rank
-    /// r; true on an error (result_ says which, unless the structure check found it).
-    [[gnu::always_inline]] constexpr bool check_event(std::uint32_t r, rank_checks& k, const event& e) {
+    /// r, of stage s (as stage(e), which is computed before e's range is checked); true on an error (result_ says which, unless the structure check found it).
+    [[gnu::always_inline]] constexpr bool check_event(std::uint32_t r, rank_checks& k, const event& e, std::uint32_t s) {
         const std::uint32_t v = dims_.chunks;
         const std::uint32_t m = dims_.microbatches;
         const std::uint32_t i = k.index++;
@@ -378,7 +379,6 @@ private:
             --k.pair_left;
         }
         if (e.kind == op::overlap_f_b) k.pair_left = 2;
-        const std::uint32_t s = stage(e);
         unit_state& u = unit(s, e.microbatch);
         switch (e.kind) {
         case op::forward:
@@ -658,35 +658,35 @@ private:
         [[gnu::always_inline]] constexpr step_result run_rank(std::uint32_t r, rank_checks* k, Engine& engine) {
             cursor_t& c = cursors_[r];
             std::uint32_t position = position_[r];
-            step_result s = step_result::ran;
+            step_result result = step_result::ran;
             for (;;) {
                 const event e = c.current();
+                const std::uint32_t s = v_.stage(e); // of any chunk: check_event checks its range
                 if constexpr (Checked) {
-                    if (k->index == position && v_.check_event(r, *k, e)) {
-                        s = step_result::failed;
+                    if (k->index == position && v_.check_event(r, *k, e, s)) {
+                        result = step_result::failed;
                         break;
                     }
                 }
-                if (!run_event(r, e, engine)) {
-                    s = step_result::blocked;
+                if (!run_event(r, e, s, engine)) {
+                    result = step_result::blocked;
                     break;
                 }
                 c.advance();
                 ++position;
                 if (c.done()) {
-                    s = step_result::finished;
+                    result = step_result::finished;
                     break;
                 }
             }
             position_[r] = position;
-            return s;
+            return result;
         }
 
-        /// Runs event e of rank r; false if it blocks (a receive whose send has not run, the
+        /// Runs event e (of stage s) of rank r; false if it blocks (a receive whose send has not run, the
         /// grad_norm collective before every rank reached it).
         template <class Engine>
-        [[gnu::always_inline]] constexpr bool run_event(std::uint32_t r, const event& e, Engine& engine) {
-            const std::uint32_t s = v_.stage(e);
+        [[gnu::always_inline]] constexpr bool run_event(std::uint32_t r, const event& e, std::uint32_t s, Engine& engine) {
             if (e.kind == op::recv_activation || e.kind == op::recv_gradient) {
                 const bool act = e.kind == op::recv_activation;
                 const unit_state& producer = v_.unit(act ? s - 1 : s + 1, e.microbatch);
