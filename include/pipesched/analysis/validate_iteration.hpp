@@ -747,7 +747,9 @@ private:
 } // namespace detail
 
 /// What validate(iteration) holds per (stage, microbatch) unit at most, in bytes: the iteration
-/// checks' state of the unit and the compute projection's structural checks. simulate(iteration)
+/// checks' state of the unit and, when the one walk found an error and the steps run one after
+/// the other, the compute projection's structural checks (the one walk does those on the
+/// iteration's own flags). simulate(iteration)
 /// holds these during its checks and, once they are gone, its replay's
 /// (iteration_replay_bytes_per_unit, simulate_iteration.hpp).
 inline constexpr std::size_t iteration_check_bytes_per_unit =
