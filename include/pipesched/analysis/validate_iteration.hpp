@@ -196,20 +196,21 @@ public:
     }
 
     /// The common case in one walk over the events: the compute projection's structure check
-    /// (on this validator's own unit flags, compute_checks_ok), the per-rank rules and the iteration replay together (each event is checked when its
-    /// rank first reaches it), then the send/receive matching; the compute projection's own
-    /// replay is left out. That replay cannot fail when these pass and, in addition, every
-    /// compute action whose input comes from a stage on the same rank follows that input in
-    /// the rank's order (checked in check_event): a cross-rank input is received before its
-    /// consumer (input_not_received), its send follows its producer (send_before_compute) and
-    /// the receive waited for that send in the iteration replay, so the order in which the
-    /// iteration replay ran the compute actions is one the compute replay accepts (an
-    /// overlapped pair's F can wait for its B: nothing reads the F before the pair's sends).
-    /// The per-rank rules only read what their own rank did before (and the sequence numbers
-    /// they add up are compared after every rank), so checking the ranks interleaved finds
-    /// the same errors as rank by rank; which one is found first may differ, hence the start
-    /// over on any error. True with first_rule_violation_ as the answer; false if anything
-    /// failed, and the caller starts over.
+    /// (on this validator's own unit flags, compute_checks_ok), the per-rank rules and the
+    /// iteration replay together (each event is checked when its rank first reaches it), then
+    /// the send/receive matching; the compute projection's own replay is left out. That replay
+    /// cannot fail when these pass and, in addition, every compute action whose input comes
+    /// from a stage on the same rank follows that input in the rank's order (checked in
+    /// check_event): a cross-rank input is received before its consumer (input_not_received),
+    /// its send follows its producer (send_before_compute) and the receive waited for that
+    /// send in the iteration replay, so the order in which the iteration replay ran the
+    /// compute actions is one the compute replay accepts (an overlapped pair's F can wait for
+    /// its B: nothing reads the F before the pair's sends). The per-rank rules only read what
+    /// their own rank did before (and the sequence numbers they add up are compared after
+    /// every rank), so checking the ranks interleaved finds the same errors as rank by rank;
+    /// which one is found first may differ, hence the start over on any error. True with
+    /// first_rule_violation_ as the answer; false if anything failed, and the caller starts
+    /// over.
     constexpr bool run_one_replay() {
         if (src_.ranks() != dims_.ranks) return false;
         one_pass_ = true;
@@ -364,8 +365,10 @@ private:
         return false;
     }
 
-    /// Step 2's rules (and, in one walk, step 1's structure check) for the next event of rank
-    /// r, of stage s (as stage(e), which is computed before e's range is checked); true on an error (result_ says which, unless the structure check found it).
+    /// Step 2's rules (and, in one pass, step 1's structure check) for the next event of rank
+    /// r, of stage s (stage(e), computed before e's range is checked); true on an error
+    /// (result_ says which; in one pass, a broken compute rule leaves it valid: the caller
+    /// starts over).
     [[gnu::always_inline]] constexpr bool check_event(std::uint32_t r, rank_checks& k, const event& e, std::uint32_t s) {
         const std::uint32_t v = dims_.chunks;
         const std::uint32_t m = dims_.microbatches;
@@ -645,8 +648,8 @@ private:
         }
 
         /// The rank's events until one blocks or the rank ends; with the per-rank checks, each
-        /// event is checked when the rank first reaches it (a blocked receive is retried), and
-        /// the structure check's open pair is the rank's for the turn.
+        /// event is checked when the rank first reaches it (a blocked receive is retried, not
+        /// checked again).
         template <class Engine>
         constexpr step_result run_turn(std::uint32_t r, std::uint32_t, Engine& engine) {
             if (checks_ == nullptr) return run_rank<false>(r, nullptr, engine);
@@ -683,10 +686,11 @@ private:
             return result;
         }
 
-        /// Runs event e (of stage s) of rank r; false if it blocks (a receive whose send has not run, the
-        /// grad_norm collective before every rank reached it).
+        /// Runs event e (of stage s) of rank r; false if it blocks (a receive whose send has not
+        /// run, the grad_norm collective before every rank reached it).
         template <class Engine>
-        [[gnu::always_inline]] constexpr bool run_event(std::uint32_t r, const event& e, std::uint32_t s, Engine& engine) {
+        [[gnu::always_inline]] constexpr bool run_event(std::uint32_t r, const event& e, std::uint32_t s,
+                                                        Engine& engine) {
             if (e.kind == op::recv_activation || e.kind == op::recv_gradient) {
                 const bool act = e.kind == op::recv_activation;
                 const unit_state& producer = v_.unit(act ? s - 1 : s + 1, e.microbatch);
