@@ -67,6 +67,17 @@ inline constexpr ps::iteration_options overlapped_options{
 inline constexpr ps::iteration interleaved_full{ps::interleaved_1f1b<ps::backward_kind::split>{{.ranks = 2, .microbatches = 4, .chunks = 2}},
                                                 overlapped_options};
 PIPESCHED_VERIFY(ps::validate(interleaved_full));
+// validate(iteration) answers these by its shortcut (the library built the iteration around a
+// valid schedule, and every channel pairs up in order); the full checks agree, at compile
+// time as well.
+template <class It>
+constexpr bool full_checks_pass(const It& it) {
+    using source = ps::detail::policy_events<It>;
+    const source src{it};
+    return static_cast<bool>(ps::detail::iteration_validator<source>{src}.run_step_by_step());
+}
+PIPESCHED_VERIFY(ps::detail::valid_by_construction(interleaved_full) && full_checks_pass(interleaved_full));
+PIPESCHED_VERIFY(ps::detail::valid_by_construction(user_1f1b) && full_checks_pass(user_1f1b));
 
 TEST_CASE("iteration: exact streams, checked by hand against Megatron's order") {
     CHECK(spell(user_1f1b, 0) == "F0 loss0 B0 F1 loss1 B1 sync norm step");

@@ -4,7 +4,8 @@
 //   - simulate() without a timeline: a first try with validate()'s structural checks inside
 //     the replay, else the full path (the structural pass, then the replay);
 //   - validate(iteration): one replay (the iteration replay) when everything passes, else the
-//     step-by-step checks with the compute projection's own replay;
+//     step-by-step checks with the compute projection's own replay; for an iteration<P> the
+//     library built, first a shortcut: P's compute valid and every channel in order;
 //   - simulate(iteration) without a timeline: the rules in one pass and the timed replay as
 //     the deadlock check, else the full path (the same as with a timeline).
 #include "test_support.hpp"
@@ -424,4 +425,153 @@ TEST_CASE("simulate(): the first try (checks inside the replay) and the full pat
     CHECK(invalid > 5000);
     CHECK(first_tries > 1000);
     CHECK(compared > 20000);
+}
+
+namespace {
+
+/// A user's policy: per-rank compute events held by the caller, so that a test can change
+/// them between calls. iteration<> wraps it like any policy; validate(iteration) then takes
+/// its shortcut (valid_by_construction) or the full checks.
+template <ps::placement Layout>
+struct held_events_policy {
+    static constexpr std::string_view name = "held";
+    static constexpr ps::placement layout = Layout;
+    ps::shape shape{};
+    const std::vector<std::vector<ps::event>>* lists = nullptr;
+
+    [[nodiscard]] constexpr ps::shape_check check() const noexcept { return ps::check_common(shape); }
+    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const { return (*lists)[rank].size(); }
+    [[nodiscard]] constexpr ps::detail::list_cursor<ps::event> cursor(std::uint32_t rank) const {
+        return ps::detail::list_cursor<ps::event>{(*lists)[rank]};
+    }
+};
+
+bool same_fields(const ps::verdict& a, const ps::verdict& b) {
+    return a.code == b.code && a.rank == b.rank && a.index == b.index && a.subject == b.subject &&
+           a.other_rank == b.other_rank && a.cycle_length == b.cycle_length && a.cycle == b.cycle;
+}
+
+/// validate(iteration) against the step-by-step checks of the events the iteration produces.
+template <class P>
+bool shortcut_agrees(const ps::iteration<P>& it, std::string& what) {
+    const auto lists = iteration_lists(it);
+    const ps::event_lists src{lists, it.shape, P::layout};
+    const ps::verdict reference = ps::detail::iteration_validator<ps::event_lists>{src}.run_step_by_step();
+    const ps::verdict v = ps::validate(it);
+    what = ps::describe(v) + " | " + ps::describe(reference);
+    // The shortcut only ever says valid when the full checks do.
+    return same_fields(v, reference) && (!ps::detail::valid_by_construction(it) || reference);
+}
+
+std::vector<ps::iteration_options> shortcut_options() {
+    std::vector<ps::iteration_options> all(4);
+    all[1].grad_sync = ps::grad_sync_mode::overlapped;
+    all[1].activation_checkpointing = true;
+    all[1].param_gather = ps::param_gather_mode::next_iteration;
+    all[2].grad_norm = false;
+    all[2].param_gather = ps::param_gather_mode::after_step;
+    all[3].p2p = false;
+    return all;
+}
+
+} // namespace
+
+TEST_CASE("validate(iteration): the shortcut for the library's iterations, against the full checks") {
+    // iteration<P> places every event but P's own, so once P's compute is valid the only rule
+    // left to check is that each channel pairs its sends and receives in the same order
+    // (detail::valid_by_construction). The library's schedules take the shortcut with every
+    // option (but p2p off, which leaves inputs unreceived); a user's policy, changed by every
+    // neighbour swap, deletion and duplication of its compute, gets the full checks' verdict.
+    const auto options = shortcut_options();
+    std::size_t shortcuts = 0;
+    std::size_t mutated = 0;
+    std::size_t accepted = 0;
+    std::size_t order_only = 0;
+    for_each_accepted_schedule({1u, 2u, 3u}, {2u, 5u}, [&](const auto& pol) {
+        using P = std::remove_cvref_t<decltype(pol)>;
+        std::string what;
+        for (const ps::iteration_options& o : options) {
+            const ps::iteration<P> it{pol, o};
+            const bool expected = o.p2p || pol.shape.ranks == 1;
+            CHECK(ps::detail::valid_by_construction(it) == expected);
+            CHECK_MESSAGE(shortcut_agrees(it, what), what);
+            shortcuts += expected;
+        }
+        if (pol.shape.ranks == 1) return;
+        std::vector<std::vector<ps::event>> lists(pol.shape.ranks);
+        for (std::uint32_t r = 0; r < pol.shape.ranks; ++r) {
+            for (const ps::event e : ps::events(pol, r)) lists[r].push_back(e);
+        }
+        const held_events_policy<P::layout> held{pol.shape, &lists};
+        for_each_mutation(lists, duplicates::yes, [&] {
+            for (const ps::iteration_options& o : {options[0], options[1]}) {
+                const ps::iteration<held_events_policy<P::layout>> it{held, o};
+                CHECK_MESSAGE(shortcut_agrees(it, what), what);
+                const bool shortcut = ps::detail::valid_by_construction(it);
+                accepted += shortcut;
+                order_only += !shortcut && ps::validate(held);
+                ++mutated;
+            }
+        });
+    });
+    CHECK(shortcuts > 300);
+    CHECK(mutated > 10000);
+    CHECK(accepted > 1000);  // swaps of independent actions keep the order valid
+    CHECK(order_only > 500); // valid compute whose channels pair up in another order
+}
+
+TEST_CASE("validate(iteration): valid compute, channels in two orders (by hand)") {
+    // Two ranks, one chunk, two microbatches. Rank 0 runs F0 F1 B0 B1, rank 1 F1 F0 B1 B0:
+    // valid compute (rank 1's F1 waits for rank 0's F1, which follows F0), but rank 0 sends
+    // the activations of microbatches 0, 1 and rank 1 receives 1, 0: NCCL would pair rank 0's
+    // first send (microbatch 0) with rank 1's first receive (microbatch 1).
+    using ps::op;
+    const auto e = [](op kind, std::uint16_t rank, std::uint16_t mb) { return ps::event{kind, 0, rank, mb, ps::no_peer}; };
+    const std::vector<std::vector<ps::event>> lists{
+        {e(op::forward, 0, 0), e(op::forward, 0, 1), e(op::backward, 0, 0), e(op::backward, 0, 1)},
+        {e(op::forward, 1, 1), e(op::forward, 1, 0), e(op::backward, 1, 1), e(op::backward, 1, 0)}};
+    const held_events_policy<ps::placement::loop> held{{.ranks = 2, .microbatches = 2, .chunks = 1}, &lists};
+    CHECK(ps::validate(held));
+    const ps::iteration it{held};
+    CHECK_FALSE(ps::detail::iteration_channel_order<held_events_policy<ps::placement::loop>>{held}.run());
+    CHECK_FALSE(ps::detail::valid_by_construction(it));
+    const ps::verdict v = ps::validate(it);
+    CHECK(v.code == ps::verdict_code::p2p_order_mismatch);
+    // Step 3 names the first unit by stage, then microbatch: stage 0's microbatch 0, whose
+    // activation rank 0 sends first (index 1, after its F) and rank 1 receives second.
+    CHECK(v.subject.stage == 0);
+    CHECK(v.subject.microbatch == 0);
+    std::string what;
+    CHECK_MESSAGE(shortcut_agrees(it, what), what);
+
+    // The same compute with rank 1 in rank 0's order: the shortcut says valid.
+    const std::vector<std::vector<ps::event>> same_order{
+        lists[0], {e(op::forward, 1, 0), e(op::forward, 1, 1), e(op::backward, 1, 0), e(op::backward, 1, 1)}};
+    const held_events_policy<ps::placement::loop> aligned{held.shape, &same_order};
+    CHECK(ps::detail::valid_by_construction(ps::iteration{aligned}));
+    CHECK(ps::validate(ps::iteration{aligned}));
+
+    // Events naming another rank than the list they are in (the two lists swapped): valid
+    // compute, since validate(P) takes each stage from its event, but not an iteration (the
+    // full checks say out_of_range).
+    const std::vector<std::vector<ps::event>> swapped{same_order[1], same_order[0]};
+    const held_events_policy<ps::placement::loop> wrong{held.shape, &swapped};
+    CHECK(ps::validate(wrong));
+    CHECK_FALSE(ps::detail::valid_by_construction(ps::iteration{wrong}));
+    CHECK(ps::validate(ps::iteration{wrong}).code == ps::verdict_code::out_of_range);
+    CHECK_MESSAGE(shortcut_agrees(ps::iteration{wrong}, what), what);
+
+    // Rank 1 runs F1 and B0 as an overlapped pair, its marker naming microbatch 9: valid
+    // compute (a marker has no unit), but every iteration event must be in range.
+    std::vector<std::vector<ps::event>> paired = same_order;
+    paired[1].insert(paired[1].begin() + 1, ps::event{op::overlap_f_b, 0, 1, 9, ps::no_peer});
+    // F0, marker, F1, B0, B1
+    const held_events_policy<ps::placement::loop> pair{held.shape, &paired};
+    CHECK(ps::validate(pair));
+    CHECK_FALSE(ps::detail::valid_by_construction(ps::iteration{pair}));
+    CHECK(ps::validate(ps::iteration{pair}).code == ps::verdict_code::out_of_range);
+    CHECK_MESSAGE(shortcut_agrees(ps::iteration{pair}, what), what);
+    paired[1][1].microbatch = 0;
+    CHECK(ps::detail::valid_by_construction(ps::iteration{pair}));
+    CHECK_MESSAGE(shortcut_agrees(ps::iteration{wrong}, what), what);
 }

@@ -26,6 +26,13 @@
 // on the per-unit flags of step 2, without its own replay, which the iteration replay implies:
 // run_one_replay() says why), then step 3 runs; on any error the steps run one after the other
 // as listed, so the verdict is always the first error in this order.
+//
+// validate(iteration<P>) tries something cheaper first: the library placed every event but
+// P's own, so when P's compute passes validate() and each channel pairs its sends and
+// receives in the same order, all four steps pass (detail::valid_by_construction says why); it
+// walks P's compute twice (validate(P), then the channel order through P's emit path) instead
+// of every event of the iteration. Anything else gets the checks above, which name the error.
+// validate_events() has no such shortcut: events from outside can break any rule.
 #pragma once
 
 #include <array>
@@ -39,6 +46,7 @@
 #include "../iteration.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
+#include "../sink.hpp"
 #include "replay.hpp"
 #include "validate.hpp"
 
@@ -748,6 +756,133 @@ private:
     bool same_rank_input_late_ = false;     ///< one came after its consumer
 };
 
+/// validate(iteration<P>)'s shortcut for the iterations this library builds around a schedule.
+/// iteration<P> places every event besides P's own (iteration.hpp): a receive right before the
+/// compute that consumes a tensor from another rank (before the marker, for an overlapped
+/// pair), the send right after the compute that produces it (after the pair), the loss after
+/// the last stage's F, a recompute before each B or I, a chunk's grad_sync after its m-th B or
+/// W (or all of them at the end), then grad_norm on every rank, the step and the gather. Once
+/// P's compute passes validate(), every unit runs one F and one B or I on its stage's rank, so
+/// each rule of steps 1, 2 and 4 holds by that construction: the receive of an input waits
+/// for the send that follows its producer, which is what validate()'s replay waits for (an
+/// overlapped pair for both inputs, there as here), and every rank reaches grad_norm once its
+/// compute has run. Step 3 is what construction cannot promise: a channel's sends come in the
+/// sender's order of its compute, its receives in the receiver's, and the two can differ
+/// (rank 0 runs F0 then F1, rank 1 F1 then F0). This class checks that, on the same sequence
+/// numbers as iteration_validator (send minus receive per unit and direction), in one walk of
+/// P's compute through its emit path, and that each event names its own rank (validate(P)
+/// takes the stage from the event's rank and chunk, the iteration rules the list it is in). It
+/// answers yes, or "look closer": validate(iteration) then runs the full checks, which name
+/// the error. Like validate(P), it takes P's emit path and its cursor (which iteration<P>
+/// wraps) to produce the same events.
+template <schedule_policy P>
+class iteration_channel_order {
+public:
+    constexpr explicit iteration_channel_order(const P& pol)
+        : pol_{pol}, dims_{pol.shape}, gaps_(2 * std::size_t{pol.shape.stages()} * pol.shape.microbatches),
+          chunks_(pol.shape.chunks) {}
+
+    /// True if every channel pairs its sends and receives in the same order.
+    constexpr bool run() {
+        for (std::uint32_t r = 0; r < dims_.ranks && ok_; ++r) {
+            plan_rank(r);
+            emit(pol_, r, *this);
+        }
+        if (!ok_) return false;
+        for (const std::uint32_t gap : gaps_) {
+            if (gap != 0) return false;
+        }
+        return true;
+    }
+
+    /// The sink of P's emit path: one event of rank rank_ (the step-2 range check applies to
+    /// every event, markers included).
+    [[gnu::always_inline]] constexpr void push(const event& e) noexcept {
+        if (e.rank != rank_ || e.chunk >= dims_.chunks || e.microbatch >= dims_.microbatches) {
+            ok_ = false;
+            return;
+        }
+        std::size_t direction = 0;
+        if (e.kind == op::backward || e.kind == op::backward_input) {
+            direction = 1;
+        } else if (e.kind != op::forward) {
+            return;
+        }
+        const transfer& in = chunks_[e.chunk].receive[direction];
+        const transfer& out = chunks_[e.chunk].send[direction];
+        const std::size_t mb = std::size_t{e.microbatch} * 2;
+        if (in.counter != no_transfer) gaps_[in.unit + mb] -= sequence_[in.counter]++;
+        if (out.counter != no_transfer) gaps_[out.unit + mb] += sequence_[out.counter]++;
+    }
+
+private:
+    static constexpr std::uint32_t no_transfer = 0xFFFFFFFFu;
+    /// A send or receive of a chunk's F (direction 0) or B/I (1): the sequence counter of its
+    /// channel, and where the producing unit's gap of microbatch 0 is.
+    struct transfer {
+        std::uint32_t counter = no_transfer;
+        std::size_t unit = 0;
+    };
+    struct chunk_transfers {
+        std::array<transfer, 2> receive{};
+        std::array<transfer, 2> send{};
+    };
+
+    /// Rank r's transfers per chunk. The counters are iteration_validator::next_seq's: per p2p
+    /// kind and neighbour (r - 1, r + 1, the same rank when there are two). The tensor received
+    /// is the input of an F or the output gradient of a B or I; the tensor sent, the F's output
+    /// or the B's or I's input gradient; each is the producing unit's.
+    constexpr void plan_rank(std::uint32_t r) {
+        rank_ = r;
+        sequence_ = {};
+        const std::uint32_t next = r + 1 == dims_.ranks ? 0 : r + 1;
+        const std::uint32_t previous = r == 0 ? dims_.ranks - 1 : r - 1;
+        const std::uint32_t stages = dims_.stages();
+        const auto plan = [&](bool exists, std::uint32_t c, bool towards_next, op kind, std::uint32_t producer,
+                              std::size_t direction) {
+            transfer t{};
+            if (!exists) return t;
+            const std::uint32_t peer = neighbour_rank(P::layout, dims_.ranks, r, c, towards_next);
+            if (peer == r) return t;
+            if (peer != next && peer != previous) ok_ = false; // not a library placement
+            const auto p2p_kind = static_cast<std::uint32_t>(kind) - static_cast<std::uint32_t>(op::send_activation);
+            t.counter = p2p_kind * 2 + (peer == next ? 1 : 0);
+            t.unit = std::size_t{producer} * dims_.microbatches * 2 + direction;
+            return t;
+        };
+        for (std::uint32_t c = 0; c < dims_.chunks; ++c) {
+            const std::uint32_t s = stage_of(P::layout, dims_.ranks, r, c);
+            chunk_transfers& t = chunks_[c];
+            t.receive[0] = plan(s > 0, c, false, op::recv_activation, s - 1, 0);
+            t.send[0] = plan(s + 1 < stages, c, true, op::send_activation, s, 0);
+            t.receive[1] = plan(s + 1 < stages, c, true, op::recv_gradient, s + 1, 1);
+            t.send[1] = plan(s > 0, c, false, op::send_gradient, s, 1);
+        }
+    }
+
+    const P& pol_;
+    pipesched::shape dims_;
+    std::vector<std::uint32_t> gaps_; ///< per unit and direction: send's sequence minus receive's
+    std::vector<chunk_transfers> chunks_;
+    std::array<std::uint32_t, 8> sequence_{};
+    std::uint32_t rank_ = 0;
+    bool ok_ = true;
+};
+
+/// Whether iteration<P> is valid by its construction and P's compute (see
+/// iteration_channel_order): true means valid; false means the full checks must say.
+template <schedule_policy P>
+[[nodiscard]] constexpr bool valid_by_construction(const iteration<P>& it) {
+    if constexpr (is_iteration<P>) {
+        return false;
+    } else {
+        // Without p2p events a compute input from another rank is never received.
+        if (!it.options.p2p && it.shape.ranks > 1) return false;
+        if (!validate(it.policy)) return false;
+        return iteration_channel_order<P>{it.policy}.run();
+    }
+}
+
 } // namespace detail
 
 /// What validate(iteration) holds per (stage, microbatch) unit at most, in bytes: the iteration
@@ -768,6 +903,7 @@ template <schedule_policy P>
         v.shape_message = c.message;
         return v;
     }
+    if (detail::valid_by_construction(it)) return verdict{};
     const detail::policy_events<iteration<P>> src{it};
     return detail::iteration_validator<detail::policy_events<iteration<P>>>{src}.run();
 }
