@@ -785,10 +785,21 @@ public:
     /// True if every channel pairs its sends and receives in the same order.
     constexpr bool run() {
         for (std::uint32_t r = 0; r < dims_.ranks && ok_; ++r) {
-            plan_rank(r);
+            begin_rank(r);
             emit(pol_, r, *this);
         }
-        if (!ok_) return false;
+        return in_order();
+    }
+
+    /// The same in steps, for a walk of P's events that serves validate(P) too (see
+    /// policy_actions_with_channels): begin_rank(r), push() every event of rank r, for each
+    /// rank; then in_order().
+    constexpr void begin_rank(std::uint32_t r) {
+        ++ranks_seen_;
+        plan_rank(r);
+    }
+    [[nodiscard]] constexpr bool in_order() const noexcept {
+        if (!ok_ || ranks_seen_ != dims_.ranks) return false;
         for (const std::uint32_t gap : gaps_) {
             if (gap != 0) return false;
         }
@@ -866,7 +877,37 @@ private:
     std::vector<chunk_transfers> chunks_;
     std::array<std::uint32_t, 8> sequence_{};
     std::uint32_t rank_ = 0;
+    std::uint32_t ranks_seen_ = 0;
     bool ok_ = true;
+};
+
+/// P's actions for validate(), each event also shown to the channel check on the way: the
+/// validator's first pass walks P through its emit path, and the channel check rides along
+/// (one walk of P's compute for the two instead of two).
+template <schedule_policy P>
+class policy_actions_with_channels : public policy_actions<P> {
+public:
+    constexpr policy_actions_with_channels(const P& pol, iteration_channel_order<P>& channels)
+        : policy_actions<P>{pol}, pol_{pol}, channels_{channels} {}
+
+    template <class F>
+    constexpr void for_each(std::uint32_t rank, F& f) const {
+        struct both {
+            const P* pol;
+            F* f;
+            iteration_channel_order<P>* channels;
+            [[gnu::always_inline]] constexpr void push(const event& e) const {
+                channels->push(e);
+                (*f)(to_action(*pol, e));
+            }
+        };
+        channels_.begin_rank(rank);
+        emit(pol_, rank, both{&pol_, &f, &channels_});
+    }
+
+private:
+    const P& pol_;
+    iteration_channel_order<P>& channels_;
 };
 
 /// Whether iteration<P> is valid by its construction and P's compute (see
@@ -878,8 +919,10 @@ template <schedule_policy P>
     } else {
         // Without p2p events a compute input from another rank is never received.
         if (!it.options.p2p && it.shape.ranks > 1) return false;
-        if (!validate(it.policy)) return false;
-        return iteration_channel_order<P>{it.policy}.run();
+        if (!it.policy.check()) return false;
+        iteration_channel_order<P> channels{it.policy};
+        if (!validate_actions(policy_actions_with_channels<P>{it.policy, channels})) return false;
+        return channels.in_order();
     }
 }
 
