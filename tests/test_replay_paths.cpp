@@ -476,17 +476,25 @@ std::vector<ps::iteration_options> shortcut_options() {
 
 } // namespace
 
-TEST_CASE("validate(iteration): the shortcut for the library's iterations, against the full checks") {
+TEST_CASE("validate(iteration) and simulate(iteration): the shortcut for the library's iterations, against the full paths") {
     // iteration<P> places every event but P's own, so once P's compute is valid the only rule
     // left to check is that each channel pairs its sends and receives in the same order
-    // (detail::valid_by_construction). The library's schedules take the shortcut with every
-    // option (but p2p off, which leaves inputs unreceived); a user's policy, changed by every
-    // neighbour swap, deletion and duplication of its compute, gets the full checks' verdict.
+    // (detail::valid_by_construction); simulate(iteration) without a timeline checks the
+    // structure only and lets its timed replay find deadlocks, so an input from a stage on
+    // the same rank must also come after its producer. The library's schedules take the
+    // shortcut with every option (but p2p off, which leaves inputs unreceived); a user's
+    // policy, changed by every neighbour swap, deletion and duplication of its compute, gets
+    // the full paths' answers: validate's verdict, simulate's whole result (as with a sink).
     const auto options = shortcut_options();
+    std::vector<ps::iteration_cost_model> models(2);
+    models[1].compute.uniform = {1.5, 2.5, 1.25, 0.75};
+    models[1].p2p = {0.25, 4.0};
+    models[1].data_parallel = {1.0, 2.0};
     std::size_t shortcuts = 0;
     std::size_t mutated = 0;
     std::size_t accepted = 0;
     std::size_t order_only = 0;
+    std::size_t replayed = 0;
     for_each_accepted_schedule({1u, 2u, 3u}, {2u, 5u}, [&](const auto& pol) {
         using P = std::remove_cvref_t<decltype(pol)>;
         std::string what;
@@ -494,10 +502,10 @@ TEST_CASE("validate(iteration): the shortcut for the library's iterations, again
             const ps::iteration<P> it{pol, o};
             const bool expected = o.p2p || pol.shape.ranks == 1;
             CHECK(ps::detail::valid_by_construction(it) == expected);
+            CHECK(ps::detail::valid_by_construction(it, ps::detail::without_replay) == expected);
             CHECK_MESSAGE(shortcut_agrees(it, what), what);
             shortcuts += expected;
         }
-        if (pol.shape.ranks == 1) return;
         std::vector<std::vector<ps::event>> lists(pol.shape.ranks);
         for (std::uint32_t r = 0; r < pol.shape.ranks; ++r) {
             for (const ps::event e : ps::events(pol, r)) lists[r].push_back(e);
@@ -511,6 +519,12 @@ TEST_CASE("validate(iteration): the shortcut for the library's iterations, again
                 accepted += shortcut;
                 order_only += !shortcut && ps::validate(held);
                 ++mutated;
+                for (const ps::iteration_cost_model& costs : models) {
+                    recording_events sink;
+                    const ps::iteration_simulation first = ps::simulate(it, costs);
+                    CHECK(identical(first, ps::simulate(it, costs, sink)));
+                    replayed += first.replayed;
+                }
             }
         });
     });
@@ -518,6 +532,7 @@ TEST_CASE("validate(iteration): the shortcut for the library's iterations, again
     CHECK(mutated > 10000);
     CHECK(accepted > 1000);  // swaps of independent actions keep the order valid
     CHECK(order_only > 500); // valid compute whose channels pair up in another order
+    CHECK(replayed > 2000);
 }
 
 TEST_CASE("validate(iteration): valid compute, channels in two orders (by hand)") {

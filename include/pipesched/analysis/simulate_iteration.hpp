@@ -516,6 +516,17 @@ template <schedule_policy P, iteration_costs Costs, class Sink>
     using source = detail::policy_events<iteration<P>>;
     const source src{it};
     if (const shape_check c = it.check(); !c) return detail::shape_refused(c);
+    if constexpr (std::is_same_v<Sink, discard_events>) {
+        // The first try of an iteration the library built: validate(it)'s shortcut without its
+        // replay (the timed replay checks deadlocks), every rule then holds and every rank
+        // joins grad_norm when there is one. Anything else: the paths below.
+        if (detail::valid_by_construction(it, detail::without_replay)) {
+            const std::uint32_t norm_ranks = it.options.grad_norm ? it.shape.ranks : 0;
+            iteration_simulation first =
+                detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(verdict{}, norm_ranks);
+            if (first.replayed) return first;
+        }
+    }
     return detail::checked_iteration_replay(src, costs, sink);
 }
 

@@ -826,10 +826,30 @@ public:
         if (out.counter != no_transfer) gaps_[out.unit + mb] += sequence_[out.counter]++;
     }
 
+    /// After in_order(): whether every input a rank passes to a stage of its own (the turn of
+    /// a V, every chunk when there is one rank) comes after its producer in the rank's order.
+    /// The iteration's replay does not wait for those (no p2p), validate(P)'s replay does: what
+    /// simulate(iteration) needs when its timed replay takes the place of validate(P)'s. A
+    /// walk of those ranks only, on the gaps of their units (0 after in_order(), untouched by
+    /// it: 1 from the producer until the consumer).
+    constexpr bool same_rank_inputs_in_order() {
+        for (std::uint32_t r = 0; r < dims_.ranks && ok_; ++r) {
+            if (!plan_rank(r, same_rank_only)) continue;
+            struct own_rank_sink {
+                iteration_channel_order* self;
+                constexpr void push(const event& e) const noexcept { self->push_own_rank(e); }
+            };
+            emit(pol_, r, own_rank_sink{this});
+        }
+        return ok_;
+    }
+
 private:
+    enum transfers : bool { between_ranks = false, same_rank_only = true };
     static constexpr std::uint32_t no_transfer = 0xFFFFFFFFu;
     /// A send or receive of a chunk's F (direction 0) or B/I (1): the sequence counter of its
-    /// channel, and where the producing unit's gap of microbatch 0 is.
+    /// channel (same_rank_only: any value but no_transfer), and where the producing unit's gap
+    /// of microbatch 0 is.
     struct transfer {
         std::uint32_t counter = no_transfer;
         std::size_t unit = 0;
@@ -839,13 +859,35 @@ private:
         std::array<transfer, 2> send{};
     };
 
+    constexpr void push_own_rank(const event& e) noexcept {
+        if (e.rank != rank_ || e.chunk >= dims_.chunks || e.microbatch >= dims_.microbatches) {
+            ok_ = false;
+            return;
+        }
+        const bool backward = e.kind == op::backward || e.kind == op::backward_input;
+        if (!backward && e.kind != op::forward) return;
+        const std::size_t direction = backward ? 1 : 0;
+        const transfer& in = chunks_[e.chunk].receive[direction];
+        const transfer& out = chunks_[e.chunk].send[direction];
+        const std::size_t mb = std::size_t{e.microbatch} * 2;
+        if (in.counter != no_transfer) {
+            std::uint32_t& gap = gaps_[in.unit + mb];
+            if (gap != 1) ok_ = false; // not produced yet, or twice
+            gap = 0;
+        }
+        if (out.counter != no_transfer) gaps_[out.unit + mb] = 1;
+    }
+
     /// Rank r's transfers per chunk. The counters are iteration_validator::next_seq's: per p2p
     /// kind and neighbour (r - 1, r + 1, the same rank when there are two). The tensor received
     /// is the input of an F or the output gradient of a B or I; the tensor sent, the F's output
     /// or the B's or I's input gradient; each is the producing unit's.
-    constexpr void plan_rank(std::uint32_t r) {
+    /// With same_rank_only, the transfers to and from the rank's own stages instead (no p2p);
+    /// true if there is one.
+    constexpr bool plan_rank(std::uint32_t r, transfers which = between_ranks) {
         rank_ = r;
         sequence_ = {};
+        bool any = false;
         const std::uint32_t next = r + 1 == dims_.ranks ? 0 : r + 1;
         const std::uint32_t previous = r == 0 ? dims_.ranks - 1 : r - 1;
         const std::uint32_t stages = dims_.stages();
@@ -854,11 +896,12 @@ private:
             transfer t{};
             if (!exists) return t;
             const std::uint32_t peer = neighbour_rank(P::layout, dims_.ranks, r, c, towards_next);
-            if (peer == r) return t;
-            if (peer != next && peer != previous) ok_ = false; // not a library placement
+            if ((peer == r) != (which == same_rank_only)) return t;
+            any = true;
+            t.unit = std::size_t{producer} * dims_.microbatches * 2 + direction;
+            if (peer != next && peer != previous && peer != r) ok_ = false; // not a library placement
             const auto p2p_kind = static_cast<std::uint32_t>(kind) - static_cast<std::uint32_t>(op::send_activation);
             t.counter = p2p_kind * 2 + (peer == next ? 1 : 0);
-            t.unit = std::size_t{producer} * dims_.microbatches * 2 + direction;
             return t;
         };
         for (std::uint32_t c = 0; c < dims_.chunks; ++c) {
@@ -869,6 +912,7 @@ private:
             t.receive[1] = plan(s + 1 < stages, c, true, op::recv_gradient, s + 1, 1);
             t.send[1] = plan(s > 0, c, false, op::send_gradient, s, 1);
         }
+        return any;
     }
 
     const P& pol_;
@@ -911,9 +955,12 @@ private:
 };
 
 /// Whether iteration<P> is valid by its construction and P's compute (see
-/// iteration_channel_order): true means valid; false means the full checks must say.
+/// iteration_channel_order): true means valid; false means the full checks must say. Without
+/// the replay (simulate(iteration)'s first try, whose timed replay is the deadlock check), P's
+/// compute gets validate()'s structural checks only, and an input from a stage on the same
+/// rank must come before its consumer (what iteration_validator::run_one_pass asks too).
 template <schedule_policy P>
-[[nodiscard]] constexpr bool valid_by_construction(const iteration<P>& it) {
+[[nodiscard]] constexpr bool valid_by_construction(const iteration<P>& it, replay_choice deadlock_check = with_replay) {
     if constexpr (is_iteration<P>) {
         return false;
     } else {
@@ -921,8 +968,12 @@ template <schedule_policy P>
         if (!it.options.p2p && it.shape.ranks > 1) return false;
         if (!it.policy.check()) return false;
         iteration_channel_order<P> channels{it.policy};
-        if (!validate_actions(policy_actions_with_channels<P>{it.policy, channels})) return false;
-        return channels.in_order();
+        const policy_actions_with_channels<P> compute{it.policy, channels};
+        if (deadlock_check == with_replay) {
+            return validate_actions(compute) && channels.in_order();
+        }
+        return validator<policy_actions_with_channels<P>>{compute}.structure_ok() && channels.in_order() &&
+               channels.same_rank_inputs_in_order();
     }
 }
 
