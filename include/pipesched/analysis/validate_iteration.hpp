@@ -779,8 +779,10 @@ template <schedule_policy P>
 class iteration_channel_order {
 public:
     constexpr explicit iteration_channel_order(const P& pol)
-        : pol_{pol}, dims_{pol.shape}, gaps_(2 * std::size_t{pol.shape.stages()} * pol.shape.microbatches),
-          chunks_(pol.shape.chunks) {}
+        // (n, value), not (n): clang 14 cannot evaluate libstdc++'s value-initialising
+        // constructor at compile time.
+        : pol_{pol}, dims_{pol.shape}, gaps_(2 * std::size_t{pol.shape.stages()} * pol.shape.microbatches, 0u),
+          chunks_(pol.shape.chunks, chunk_transfers{}) {}
 
     /// True if every channel pairs its sends and receives in the same order.
     constexpr bool run() {
