@@ -23,7 +23,9 @@
 // SimAI's row sweep does), so that their timing can be compared; only orders that cannot be
 // replayed (a deadlock, unmatched p2p, broken compute) are refused. The verdict is returned
 // either way. It is validate(iteration)'s, with this replay as the deadlock check; without a
-// timeline sink the rules are checked in one pass first (detail::checked_iteration_replay).
+// timeline sink the rules are checked in one pass first (detail::checked_iteration_replay),
+// and for an iteration<P> by validate(iteration)'s shortcut (detail::valid_by_construction,
+// without its replay) before that.
 #pragma once
 
 #include <array>

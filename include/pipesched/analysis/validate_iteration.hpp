@@ -984,11 +984,13 @@ template <schedule_policy P>
 /// What validate(iteration) holds per (stage, microbatch) unit at most, in bytes: the iteration
 /// checks' state of the unit and, when the one walk found an error and the steps run one after
 /// the other, the compute projection's structural checks (the one walk does those on the
-/// iteration's own flags). simulate(iteration)
-/// holds these during its checks and, once they are gone, its replay's
+/// iteration's own flags). The shortcut for an iteration<P> (valid_by_construction) holds
+/// less, and is gone before the full checks start: two sequence gaps and the structural byte.
+/// simulate(iteration) holds these during its checks and, once they are gone, its replay's
 /// (iteration_replay_bytes_per_unit, simulate_iteration.hpp).
 inline constexpr std::size_t iteration_check_bytes_per_unit =
     sizeof(detail::iteration_unit_state) + structure_check_bytes_per_unit;
+static_assert(2 * sizeof(std::uint32_t) + structure_check_bytes_per_unit <= iteration_check_bytes_per_unit);
 
 /// Validates one whole iteration: the schedule's compute, then the iteration rules above.
 template <schedule_policy P>
