@@ -30,8 +30,9 @@
 // validate(iteration<P>) tries something cheaper first: the library placed every event but
 // P's own, so when P's compute passes validate() and each channel pairs its sends and
 // receives in the same order, all four steps pass (detail::valid_by_construction says why); it
-// walks P's compute twice (validate(P), then the channel order through P's emit path) instead
-// of every event of the iteration. Anything else gets the checks above, which name the error.
+// walks P's compute twice (validate(P)'s two passes, the first also counting each channel's
+// sends and receives) instead of every event of the iteration. Anything else gets the checks
+// above, which name the error.
 // validate_events() has no such shortcut: events from outside can break any rule.
 #pragma once
 
@@ -773,8 +774,9 @@ private:
 /// P's compute through its emit path, and that each event names its own rank (validate(P)
 /// takes the stage from the event's rank and chunk, the iteration rules the list it is in). It
 /// answers yes, or "look closer": validate(iteration) then runs the full checks, which name
-/// the error. Like validate(P), it takes P's emit path and its cursor (which iteration<P>
-/// wraps) to produce the same events.
+/// the error. It reads P through its emit path, while validate(P)'s replay and iteration<P>
+/// read P's cursor: like validate(P), it relies on the two giving the same events (a policy's
+/// contract; test_support.hpp's streams_agree checks the library's).
 template <schedule_policy P>
 class iteration_channel_order {
 public:
