@@ -301,8 +301,10 @@ private:
             return blocked_rank{r, position_[r], cursors_[r].current()};
         }
 
+        // Always inlined into the engine's loop: clang 14 otherwise calls it per action
+        // (validate(iteration) 124 instead of 103 instructions per event).
         template <class Engine>
-        constexpr step_result step(std::uint32_t r, Engine& engine) {
+        [[gnu::always_inline]] constexpr step_result step(std::uint32_t r, Engine& engine) {
             cursor_t& c = cursors_[r];
             const action a = c.current();
             if (a.kind != op::overlap_f_b && !a.overlapped_with_next) {
