@@ -486,10 +486,11 @@ TEST_CASE("validate(iteration) and simulate(iteration): the shortcut for the lib
     // policy, changed by every neighbour swap, deletion and duplication of its compute, gets
     // the full paths' answers: validate's verdict, simulate's whole result (as with a sink).
     const auto options = shortcut_options();
-    std::vector<ps::iteration_cost_model> models(2);
+    std::vector<ps::iteration_cost_model> models(3);
     models[1].compute.uniform = {1.5, 2.5, 1.25, 0.75};
     models[1].p2p = {0.25, 4.0};
     models[1].data_parallel = {1.0, 2.0};
+    models[2].loss = -1.0; // unusable: the shortcut's replay fails, the full path says why
     std::size_t shortcuts = 0;
     std::size_t mutated = 0;
     std::size_t accepted = 0;

@@ -479,7 +479,8 @@ namespace detail {
 /// microbatch) are not held at once (iteration_check_bytes_per_unit, then
 /// iteration_replay_bytes_per_unit).
 template <class Source, class Costs, class Sink>
-constexpr iteration_simulation checked_iteration_replay(const Source& src, const Costs& costs, Sink& sink) {
+constexpr iteration_simulation checked_iteration_replay(const Source& src, const Costs& costs, Sink& sink,
+                                                        bool first_try = true) {
     verdict check{};
     std::uint32_t norm_ranks = 0;
     const auto validate = [&](bool one_pass) {
@@ -494,7 +495,7 @@ constexpr iteration_simulation checked_iteration_replay(const Source& src, const
         return true;
     };
     if constexpr (std::is_same_v<Sink, discard_events>) {
-        if (validate(true)) {
+        if (first_try && validate(true)) {
             iteration_simulation first = iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(check, norm_ranks);
             if (first.replayed) return first;
         }
@@ -527,6 +528,8 @@ template <schedule_policy P, iteration_costs Costs, class Sink>
             iteration_simulation first =
                 detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(verdict{}, norm_ranks);
             if (first.replayed) return first;
+            // The same replay would fail the same way after the one-pass rules: the full path.
+            return detail::checked_iteration_replay(src, costs, sink, false);
         }
     }
     return detail::checked_iteration_replay(src, costs, sink);
