@@ -475,7 +475,8 @@ namespace detail {
 /// try runs the rules in one pass (iteration_validator::run_one_pass: the compute projection's
 /// checks on the iteration's unit flags, without their own replay); if anything
 /// fails, or the replay does not finish, the full path below gives the verdict, as always.
-/// The validator is gone before the simulator is built, so the two tables per (stage,
+/// first_try = false goes to the full path at once (simulate(iteration<P>) after its own
+/// first try failed in the replay, which this one would repeat). The validator is gone before the simulator is built, so the two tables per (stage,
 /// microbatch) are not held at once (iteration_check_bytes_per_unit, then
 /// iteration_replay_bytes_per_unit).
 template <class Source, class Costs, class Sink>
