@@ -549,7 +549,12 @@ TEST_CASE("validate(iteration): valid compute, channels in two orders (by hand)"
     const held_events_policy<ps::placement::loop> held{{.ranks = 2, .microbatches = 2, .chunks = 1}, &lists};
     CHECK(ps::validate(held));
     const ps::iteration it{held};
-    CHECK_FALSE(ps::detail::iteration_channel_order<held_events_policy<ps::placement::loop>>{held}.run());
+    {   // the channel check itself says no, on validate's walk of the compute
+        using P = held_events_policy<ps::placement::loop>;
+        ps::detail::iteration_channel_order<P> channels{held};
+        CHECK(ps::validate_actions(ps::detail::policy_actions_with_channels<P>{held, channels}));
+        CHECK_FALSE(channels.in_order());
+    }
     CHECK_FALSE(ps::detail::valid_by_construction(it));
     const ps::verdict v = ps::validate(it);
     CHECK(v.code == ps::verdict_code::p2p_order_mismatch);

@@ -475,13 +475,14 @@ namespace detail {
 /// try runs the rules in one pass (iteration_validator::run_one_pass: the compute projection's
 /// checks on the iteration's unit flags, without their own replay); if anything
 /// fails, or the replay does not finish, the full path below gives the verdict, as always.
-/// first_try = false goes to the full path at once (simulate(iteration<P>) after its own
-/// first try failed in the replay, which this one would repeat). The validator is gone before the simulator is built, so the two tables per (stage,
-/// microbatch) are not held at once (iteration_check_bytes_per_unit, then
-/// iteration_replay_bytes_per_unit).
+/// first_try::skip goes to the full path at once (simulate(iteration<P>), whose own first try
+/// failed in the replay that this one would repeat). The validator is gone before the
+/// simulator is built, so the two tables per (stage, microbatch) are not held at once
+/// (iteration_check_bytes_per_unit, then iteration_replay_bytes_per_unit).
+enum class first_try : bool { skip = false, one_pass = true };
 template <class Source, class Costs, class Sink>
 constexpr iteration_simulation checked_iteration_replay(const Source& src, const Costs& costs, Sink& sink,
-                                                        bool first_try = true) {
+                                                        first_try attempt = first_try::one_pass) {
     verdict check{};
     std::uint32_t norm_ranks = 0;
     const auto validate = [&](bool one_pass) {
@@ -496,7 +497,7 @@ constexpr iteration_simulation checked_iteration_replay(const Source& src, const
         return true;
     };
     if constexpr (std::is_same_v<Sink, discard_events>) {
-        if (first_try && validate(true)) {
+        if (attempt == first_try::one_pass && validate(true)) {
             iteration_simulation first = iteration_simulator<Source, Costs, Sink>{src, costs, sink}.run(check, norm_ranks);
             if (first.replayed) return first;
         }
@@ -530,7 +531,7 @@ template <schedule_policy P, iteration_costs Costs, class Sink>
                 detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(verdict{}, norm_ranks);
             if (first.replayed) return first;
             // The same replay would fail the same way after the one-pass rules: the full path.
-            return detail::checked_iteration_replay(src, costs, sink, false);
+            return detail::checked_iteration_replay(src, costs, sink, detail::first_try::skip);
         }
     }
     return detail::checked_iteration_replay(src, costs, sink);

@@ -770,8 +770,8 @@ private:
 /// compute has run. Step 3 is what construction cannot promise: a channel's sends come in the
 /// sender's order of its compute, its receives in the receiver's, and the two can differ
 /// (rank 0 runs F0 then F1, rank 1 F1 then F0). This class checks that, on the same sequence
-/// numbers as iteration_validator (send minus receive per unit and direction), in one walk of
-/// P's compute through its emit path, and that each event names its own rank (validate(P)
+/// numbers as iteration_validator (send minus receive per unit and direction), on validate's
+/// own walk of P's compute through its emit path, and that each event names its own rank (validate(P)
 /// takes the stage from the event's rank and chunk, the iteration rules the list it is in). It
 /// answers yes, or "look closer": validate(iteration) then runs the full checks, which name
 /// the error. It reads P through its emit path, while validate(P)'s replay and iteration<P>
@@ -786,18 +786,9 @@ public:
         : pol_{pol}, dims_{pol.shape}, gaps_(2 * std::size_t{pol.shape.stages()} * pol.shape.microbatches, 0u),
           chunks_(pol.shape.chunks, chunk_transfers{}) {}
 
-    /// True if every channel pairs its sends and receives in the same order.
-    constexpr bool run() {
-        for (std::uint32_t r = 0; r < dims_.ranks && ok_; ++r) {
-            begin_rank(r);
-            emit(pol_, r, *this);
-        }
-        return in_order();
-    }
-
-    /// The same in steps, for a walk of P's events that serves validate(P) too (see
-    /// policy_actions_with_channels): begin_rank(r), push() every event of rank r, for each
-    /// rank; then in_order().
+    /// Fed by a walk of P's events that serves validate(P) too (policy_actions_with_channels):
+    /// begin_rank(r), push() every event of rank r, for each rank; then in_order() is true if
+    /// every channel pairs its sends and receives in the same order.
     constexpr void begin_rank(std::uint32_t r) {
         ++ranks_seen_;
         plan_rank(r);
@@ -813,18 +804,11 @@ public:
     /// The sink of P's emit path: one event of rank rank_ (the step-2 range check applies to
     /// every event, markers included).
     [[gnu::always_inline]] constexpr void push(const event& e) noexcept {
-        if (e.rank != rank_ || e.chunk >= dims_.chunks || e.microbatch >= dims_.microbatches) {
-            ok_ = false;
-            return;
-        }
         std::size_t direction = 0;
-        if (e.kind == op::backward || e.kind == op::backward_input) {
-            direction = 1;
-        } else if (e.kind != op::forward) {
-            return;
-        }
-        const transfer& in = chunks_[e.chunk].receive[direction];
-        const transfer& out = chunks_[e.chunk].send[direction];
+        const chunk_transfers* c = transfers_of(e, direction);
+        if (c == nullptr) return;
+        const transfer& in = c->receive[direction];
+        const transfer& out = c->send[direction];
         const std::size_t mb = std::size_t{e.microbatch} * 2;
         if (in.counter != no_transfer) gaps_[in.unit + mb] -= sequence_[in.counter]++;
         if (out.counter != no_transfer) gaps_[out.unit + mb] += sequence_[out.counter]++;
@@ -863,16 +847,27 @@ private:
         std::array<transfer, 2> send{};
     };
 
-    constexpr void push_own_rank(const event& e) noexcept {
+    /// The planned transfers of e's chunk, with `direction` 0 for an F and 1 for a B or I;
+    /// null for any other event, and for one outside the rank or the shape (then ok_ is false).
+    [[gnu::always_inline]] constexpr const chunk_transfers* transfers_of(const event& e, std::size_t& direction) noexcept {
         if (e.rank != rank_ || e.chunk >= dims_.chunks || e.microbatch >= dims_.microbatches) {
             ok_ = false;
-            return;
+            return nullptr;
         }
-        const bool backward = e.kind == op::backward || e.kind == op::backward_input;
-        if (!backward && e.kind != op::forward) return;
-        const std::size_t direction = backward ? 1 : 0;
-        const transfer& in = chunks_[e.chunk].receive[direction];
-        const transfer& out = chunks_[e.chunk].send[direction];
+        if (e.kind == op::backward || e.kind == op::backward_input) {
+            direction = 1;
+        } else if (e.kind != op::forward) {
+            return nullptr;
+        }
+        return &chunks_[e.chunk];
+    }
+
+    constexpr void push_own_rank(const event& e) noexcept {
+        std::size_t direction = 0;
+        const chunk_transfers* c = transfers_of(e, direction);
+        if (c == nullptr) return;
+        const transfer& in = c->receive[direction];
+        const transfer& out = c->send[direction];
         const std::size_t mb = std::size_t{e.microbatch} * 2;
         if (in.counter != no_transfer) {
             std::uint32_t& gap = gaps_[in.unit + mb];
