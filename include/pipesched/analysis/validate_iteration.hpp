@@ -804,14 +804,10 @@ public:
     /// The sink of P's emit path: one event of rank rank_ (the step-2 range check applies to
     /// every event, markers included).
     [[gnu::always_inline]] constexpr void push(const event& e) noexcept {
-        std::size_t direction = 0;
-        const chunk_transfers* c = transfers_of(e, direction);
-        if (c == nullptr) return;
-        const transfer& in = c->receive[direction];
-        const transfer& out = c->send[direction];
-        const std::size_t mb = std::size_t{e.microbatch} * 2;
-        if (in.counter != no_transfer) gaps_[in.unit + mb] -= sequence_[in.counter]++;
-        if (out.counter != no_transfer) gaps_[out.unit + mb] += sequence_[out.counter]++;
+        const event_transfers t = transfers_of(e);
+        if (t.in == nullptr) return;
+        if (t.in->counter != no_transfer) gaps_[t.in->unit + t.mb] -= sequence_[t.in->counter]++;
+        if (t.out->counter != no_transfer) gaps_[t.out->unit + t.mb] += sequence_[t.out->counter]++;
     }
 
     /// After in_order(): whether every input a rank passes to a stage of its own (the turn of
@@ -847,34 +843,38 @@ private:
         std::array<transfer, 2> send{};
     };
 
-    /// The planned transfers of e's chunk, with `direction` 0 for an F and 1 for a B or I;
-    /// null for any other event, and for one outside the rank or the shape (then ok_ is false).
-    [[gnu::always_inline]] constexpr const chunk_transfers* transfers_of(const event& e, std::size_t& direction) noexcept {
+    /// An F's or B/I's planned receive and send, and the offset of its microbatch in the gaps.
+    struct event_transfers {
+        const transfer* in = nullptr;
+        const transfer* out = nullptr;
+        std::size_t mb = 0;
+    };
+    /// in and out null for any other event, and for one outside the rank or the shape (then
+    /// ok_ is false).
+    [[gnu::always_inline]] constexpr event_transfers transfers_of(const event& e) noexcept {
         if (e.rank != rank_ || e.chunk >= dims_.chunks || e.microbatch >= dims_.microbatches) {
             ok_ = false;
-            return nullptr;
+            return {};
         }
+        std::size_t direction = 0;
         if (e.kind == op::backward || e.kind == op::backward_input) {
             direction = 1;
         } else if (e.kind != op::forward) {
-            return nullptr;
+            return {};
         }
-        return &chunks_[e.chunk];
+        const chunk_transfers& c = chunks_[e.chunk];
+        return {&c.receive[direction], &c.send[direction], std::size_t{e.microbatch} * 2};
     }
 
     constexpr void push_own_rank(const event& e) noexcept {
-        std::size_t direction = 0;
-        const chunk_transfers* c = transfers_of(e, direction);
-        if (c == nullptr) return;
-        const transfer& in = c->receive[direction];
-        const transfer& out = c->send[direction];
-        const std::size_t mb = std::size_t{e.microbatch} * 2;
-        if (in.counter != no_transfer) {
-            std::uint32_t& gap = gaps_[in.unit + mb];
+        const event_transfers t = transfers_of(e);
+        if (t.in == nullptr) return;
+        if (t.in->counter != no_transfer) {
+            std::uint32_t& gap = gaps_[t.in->unit + t.mb];
             if (gap != 1) ok_ = false; // not produced yet, or twice
             gap = 0;
         }
-        if (out.counter != no_transfer) gaps_[out.unit + mb] = 1;
+        if (t.out->counter != no_transfer) gaps_[t.out->unit + t.mb] = 1;
     }
 
     /// Rank r's transfers per chunk. The counters are iteration_validator::next_seq's: per p2p
