@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <pipesched/io/chakra_schedule.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>
 #include <pipesched/io/json.hpp>
@@ -273,11 +274,14 @@ void write_out(const std::string& path, std::string_view bytes) {
         fail("cannot write " + file_label(path));
 }
 
-void emit(std::string_view kind, const std::string& path, const pl::model_config& m, const pl::training_config& t,
-          const pl::gpu_spec& g, const pl::plan_options& o, const pl::plan_result& r) {
+/// Writes the recommended schedule with the costs plan() replayed it under: PyTorch CSV, a
+/// Chrome trace (microseconds), or Chakra traces of one data-parallel replica's whole iteration
+/// (durations rounded to whole microseconds, as Chakra stores them). Returns the files written.
+std::vector<std::string> emit(std::string_view kind, const std::string& path, const pl::model_config& m,
+                              const pl::training_config& t, const pl::gpu_spec& g, const pl::plan_options& o,
+                              const pl::plan_result& r) {
     const pl::schedule_report& best = r.schedules[*r.recommended];
     const pl::stage_model_costs costs = pl::stage_costs_for(m, t, g, o, best.chunks, best.layout);
-    // Trace times in microseconds, as trace viewers read them.
     std::vector<pipesched::stage_costs> micros = costs.per_stage;
     for (pipesched::stage_costs& c : micros) {
         c.forward *= 1e6;
@@ -286,26 +290,52 @@ void emit(std::string_view kind, const std::string& path, const pl::model_config
         c.backward_weight *= 1e6;
     }
     const pipesched::cost_model model{{}, micros, costs.p2p * 1e6, false};
+    std::vector<std::string> files;
     const auto write = [&](const auto& pol) {
         if (kind == "csv") {
             write_out(path, pipesched::write_csv(pol));
+            files.push_back(path);
         } else if (kind == "chrome") {
             pipesched::chrome_trace_sink records;
             const pipesched::simulation sim = pipesched::simulate(pol, model, records);
             if (!sim)
                 fail("the recommended schedule's replay failed: " + std::string{pipesched::describe(sim.check)});
             write_out(path, pipesched::chrome_trace(records.records()));
+            files.push_back(path);
         } else {
-            fail("--emit chakra: not available for plan yet; use --emit csv and 'pipesched chakra'");
+            pipesched::iteration_cost_model ic{};
+            ic.compute = model;
+            pipesched::chakra::export_options eo{};
+            eo.whole_iteration = true;
+            eo.round_durations = true;
+            eo.activation_bytes = static_cast<std::uint64_t>(pl::p2p_bytes(m, t));
+            double largest = 0.0;
+            for (const pl::rank_report& rank : r.ranks)
+                largest = std::max(largest, rank.parameters);
+            eo.gradient_bytes = static_cast<std::uint64_t>(largest * 4.0 / best.chunks);
+            eo.parameter_bytes = static_cast<std::uint64_t>(largest * 2.0);
+            eo.iteration.activation_checkpointing = t.recompute == pl::recompute_kind::full;
+            if (t.distributed_optimizer) {
+                eo.iteration.param_gather = pipesched::param_gather_mode::after_step;
+                eo.grad_sync = pipesched::chakra::collective::reduce_scatter;
+            }
+            const pipesched::chakra::export_result traces = pipesched::chakra::export_traces(pol, ic, eo);
+            if (!traces)
+                fail("--emit chakra: " + traces.error);
+            for (std::size_t k = 0; k < traces.ranks.size(); ++k) {
+                files.push_back(path + "." + number_text(k) + ".et");
+                write_out(files.back(), pipesched::chakra::encode(traces.ranks[k]));
+            }
         }
     };
     if (best.searched) {
         write(r.searched);
-        return;
+        return files;
     }
     pipesched::schedule_options opt{};
     opt.shape = {static_cast<std::uint32_t>(t.pipeline_parallel), static_cast<std::uint32_t>(r.microbatches), best.chunks};
     pipesched::with_any_schedule(best.id, opt, write);
+    return files;
 }
 
 int run_plan(const parsed_args& args) {
@@ -380,8 +410,14 @@ int run_plan(const parsed_args& args) {
             append_json_report(s, m, t, g, r, ma.ignored);
         else
             append_text_report(s, m, t, g, o, r, notes);
-        if (emit_kind && r.recommended)
-            emit(*emit_kind, std::string{*out_path}, m, t, g, o, r);
+        if (emit_kind && r.recommended) {
+            const std::vector<std::string> files = emit(*emit_kind, std::string{*out_path}, m, t, g, o, r);
+            if (format == "text")
+                s += "wrote " + std::to_string(files.size()) + " file" + (files.size() == 1 ? "" : "s") + ": " +
+                     files.front() + (files.size() > 1 ? " ... " + files.back() : std::string{}) + '\n';
+        } else if (emit_kind) {
+            s += format == "text" ? "nothing written: no schedule fits\n" : "";
+        }
         output_buffer out{stdout};
         out.append(s);
         const int status = finish_output(out);

@@ -21,20 +21,18 @@ namespace pipesched::json {
 
 enum class value_kind : std::uint8_t { null, boolean, number, string, array, object };
 
-struct member;
-
 /// One parsed value with the place it starts; an object keeps its members in file order.
 struct value {
     value_kind kind = value_kind::null;
     bool boolean = false;
     double number = 0.0;
     std::string text{};            ///< a string's contents (unescaped), or a number as written
-    std::vector<value> items{};    ///< array
-    std::vector<member> members{}; ///< object
+    std::vector<value> items{};       ///< an array's elements, or an object's member values
+    std::vector<std::string> keys{};  ///< an object's member names, in file order (items[k] is keys[k]'s)
     std::uint32_t line = 1;
     std::uint32_t column = 1;
 
-    /// The member named `key` of an object, or nullptr.
+    /// The member named `key` of an object, or nullptr (also for anything but an object).
     [[nodiscard]] const value* find(std::string_view key) const noexcept;
     /// A number written without fraction or exponent, in 0..2^64-1.
     [[nodiscard]] std::optional<std::uint64_t> whole() const noexcept {
@@ -47,14 +45,10 @@ struct value {
     }
 };
 
-struct member {
-    std::string key;
-    value data;
-};
-
 inline const value* value::find(std::string_view key) const noexcept {
-    for (const member& m : members)
-        if (m.key == key) return &m.data;
+    if (kind != value_kind::object) return nullptr;
+    for (std::size_t k = 0; k < keys.size(); ++k)
+        if (keys[k] == key) return &items[k];
     return nullptr;
 }
 
@@ -163,8 +157,8 @@ class reader {
             const std::uint32_t key_column = column();
             std::string key;
             if (!parse_string(key)) return false;
-            for (const member& m : v.members) {
-                if (m.key == key) {
+            for (const std::string& existing : v.keys) {
+                if (existing == key) {
                     line_ = key_line;
                     pos_ = line_start_ + key_column - 1;
                     return fail("duplicate key \"" + printable(key) + "\"");
@@ -174,9 +168,10 @@ class reader {
             if (peek() != ':') return fail("expected ':' after a member name");
             ++pos_;
             skip_space();
-            member m{std::move(key), {}};
-            if (!parse_value(m.data, depth + 1)) return false;
-            v.members.push_back(std::move(m));
+            value item;
+            if (!parse_value(item, depth + 1)) return false;
+            v.keys.push_back(std::move(key));
+            v.items.push_back(std::move(item));
             skip_space();
             if (peek() == ',') {
                 ++pos_;

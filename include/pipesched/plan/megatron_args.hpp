@@ -127,6 +127,7 @@ inline std::vector<bool> moe_pattern(std::string_view value, std::uint64_t layer
         m = *base;
     } else {
         // Megatron's own defaults for a model described by flags alone.
+        m.name = "megatron";
         m.gated_mlp = false;
         m.tied_embeddings = true;
         m.norm = norm_kind::layer_norm;

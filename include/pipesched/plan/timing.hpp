@@ -106,14 +106,16 @@ inline double layer_matrix_flops(const model_config& m, const training_config& t
                                                                                       : g.network_bandwidth;
 }
 
-/// Seconds to send one microbatch's activation (or its gradient) to the next stage: s b h / CP
+/// Bytes of one microbatch's activation (or its gradient) sent to the next stage: s b h / CP
 /// 16-bit values, divided over TP with sequence parallelism.
-[[nodiscard]] inline double p2p_seconds(const model_config& m, const training_config& t, const gpu_spec& g) {
+[[nodiscard]] inline double p2p_bytes(const model_config& m, const training_config& t) {
     const double tp = static_cast<double>(t.tensor_parallel);
-    const double bytes = 2.0 * static_cast<double>(t.seq_length) / static_cast<double>(t.context_parallel) *
-                         static_cast<double>(t.micro_batch) * static_cast<double>(m.hidden) /
-                         (t.sequence_parallel ? tp : 1.0);
-    return bytes / pipeline_bandwidth(t, g);
+    return 2.0 * static_cast<double>(t.seq_length) / static_cast<double>(t.context_parallel) *
+           static_cast<double>(t.micro_batch) * static_cast<double>(m.hidden) / (t.sequence_parallel ? tp : 1.0);
+}
+
+[[nodiscard]] inline double p2p_seconds(const model_config& m, const training_config& t, const gpu_spec& g) {
+    return p2p_bytes(m, t) / pipeline_bandwidth(t, g);
 }
 
 /// Ring collective over `n` ranks moving `bytes` per rank: reduce-scatter or all-gather take
