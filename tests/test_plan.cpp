@@ -163,6 +163,10 @@ TEST_CASE("plan: config.json errors name the key and its place") {
                    "\"vocab_size\":10,\"intermediate_size\":8,\"num_local_experts\":8,\"num_experts_per_tok\":9}")
               .find("\"num_experts_per_tok\" must be in 1..8, got 9") != std::string::npos);
     CHECK(error_of(good).empty());
+    // Each size within its bound, their product not: refused before any count loses precision.
+    CHECK(error_of("{\"hidden_size\":1048576,\"num_hidden_layers\":4096,\"num_attention_heads\":1,"
+                   "\"vocab_size\":16777216,\"intermediate_size\":1048576}")
+              .find("sizes too large") != std::string::npos);
     // Unknown model types are read with the Llama keys, and say so.
     const pl::hf_model other = pl::read_hf_config(
         "{\"model_type\":\"gpt_neox\",\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
