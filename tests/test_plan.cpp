@@ -90,7 +90,9 @@ TEST_CASE("json reader: values, positions, and what strict JSON refuses") {
         {"// comment\n{}", "expected a value"},
         {std::string(100, '['), "nesting deeper than 64"},
     };
-    for (const auto& [text, message] : bad) {
+    for (const auto& item : bad) {
+        const std::string& text = item.first;
+        const std::string& message = item.second;
         CAPTURE(text);
         const auto e = pipesched::json::parse(text);
         REQUIRE_FALSE(e);
@@ -358,7 +360,7 @@ TEST_CASE("plan: stage layouts by hand") {
         return out;
     };
     CHECK(layers(pl::stage_contents(m, t, 1)) == std::vector<std::uint64_t>{5, 5});
-    CHECK_THROWS_WITH_AS(pl::stage_contents(m, t, 2), "rank 0's 5 layers do not divide into 2 chunks", pl::input_error);
+    CHECK_THROWS_WITH_AS((void)pl::stage_contents(m, t, 2), "rank 0's 5 layers do not divide into 2 chunks", pl::input_error);
     t.account_for_embedding = true;
     t.account_for_loss = true; // 12 "layers": 6 per rank, the embedding and loss take one each
     CHECK(layers(pl::stage_contents(m, t, 1)) == std::vector<std::uint64_t>{5, 5});
@@ -374,7 +376,7 @@ TEST_CASE("plan: stage layouts by hand") {
     CHECK(layers(pl::stage_contents(m, t, 1)) == std::vector<std::uint64_t>{2, 4, 4});
     t.pipeline_parallel = 4;
     t.last_stage_layers = 3;
-    CHECK_THROWS_WITH_AS(pl::stage_contents(m, t, 1),
+    CHECK_THROWS_WITH_AS((void)pl::stage_contents(m, t, 1),
                          "--num-layers 10: the 5 layers left after the first/last stage do not divide over 2 ranks",
                          pl::input_error);
     t = {};
@@ -386,15 +388,15 @@ TEST_CASE("plan: stage layouts by hand") {
     CHECK(layers(laid) == std::vector<std::uint64_t>{2, 2, 2, 1, 1, 0});
     CHECK(laid[4].mtp == 1);
     CHECK(laid[5].loss);
-    CHECK_THROWS_WITH_AS(pl::stage_contents(m, t, 2), "--pipeline-model-parallel-layout: 6 stages, not 4 (2 ranks x 2 chunks)",
+    CHECK_THROWS_WITH_AS((void)pl::stage_contents(m, t, 2), "--pipeline-model-parallel-layout: 6 stages, not 4 (2 ranks x 2 chunks)",
                          pl::input_error);
     t.layout = "Et*2|(tt|)*2,t|tx|L";
-    CHECK_THROWS_AS(pl::stage_contents(m, t, 3), pl::input_error);
+    CHECK_THROWS_AS((void)pl::stage_contents(m, t, 3), pl::input_error);
     t.layout = "Et*9999999|L"; // a few bytes must not ask for megabytes
-    CHECK_THROWS_WITH_AS(pl::stage_contents(m, t, 1), "--pipeline-model-parallel-layout: repeat count too large",
+    CHECK_THROWS_WITH_AS((void)pl::stage_contents(m, t, 1), "--pipeline-model-parallel-layout: repeat count too large",
                          pl::input_error);
     t.layout = "E((tttttttttt)*1000)*1000|L";
-    CHECK_THROWS_WITH_AS(pl::stage_contents(m, t, 1), "--pipeline-model-parallel-layout: too long once unrolled",
+    CHECK_THROWS_WITH_AS((void)pl::stage_contents(m, t, 1), "--pipeline-model-parallel-layout: too long once unrolled",
                          pl::input_error);
 }
 
