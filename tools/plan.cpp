@@ -106,108 +106,109 @@ std::string schedule_label(const pl::schedule_report& s) {
     return s.name + (s.chunks > 1 ? " (v=" + number_text(s.chunks) + ")" : std::string{});
 }
 
+/// `"name":value` after a comma unless it opens an object or array.
+void field_name(std::string& s, std::string_view name) {
+    if (!s.empty() && s.back() != '{' && s.back() != '[')
+        s += ',';
+    pipesched::json::append_string(s, name);
+    s += ':';
+}
+void field(std::string& s, std::string_view name, double x) {
+    field_name(s, name);
+    pipesched::json::append_number(s, x);
+}
+void field(std::string& s, std::string_view name, std::uint64_t n) {
+    field_name(s, name);
+    pipesched::json::append_number(s, n);
+}
+void field(std::string& s, std::string_view name, std::string_view text) {
+    field_name(s, name);
+    pipesched::json::append_string(s, text);
+}
+void field(std::string& s, std::string_view name, bool b) {
+    field_name(s, name);
+    s += b ? "true" : "false";
+}
+
 void append_json_report(std::string& s, const pl::model_config& m, const pl::training_config& t, const pl::gpu_spec& g,
                         const pl::plan_result& r, const std::vector<std::string>& ignored) {
-    using pipesched::json::append_number;
-    using pipesched::json::append_string;
-    s += "{\"model\":";
-    append_string(s, m.name);
-    s += ",\"gpu\":";
-    append_string(s, g.name);
-    s += ",\"parameters_total\":";
-    append_number(s, r.parameters.total());
-    s += ",\"mtp_parameters\":";
-    append_number(s, r.parameters.mtp);
-    s += ",\"active_parameters\":";
-    append_number(s, r.parameters.active);
-    s += ",\"tensor_parallel\":";
-    append_number(s, std::uint64_t{t.tensor_parallel});
-    s += ",\"pipeline_parallel\":";
-    append_number(s, std::uint64_t{t.pipeline_parallel});
-    s += ",\"data_parallel\":";
-    append_number(s, std::uint64_t{t.data_parallel});
-    s += ",\"context_parallel\":";
-    append_number(s, std::uint64_t{t.context_parallel});
-    s += ",\"microbatches\":";
-    append_number(s, std::uint64_t{r.microbatches});
-    s += ",\"usable_bytes\":";
-    append_number(s, r.usable_bytes);
-    s += ",\"ranks\":[";
+    s += '{';
+    field(s, "model", std::string_view{m.name});
+    field(s, "gpu", g.name);
+    field(s, "parameters_total", r.parameters.total());
+    field(s, "mtp_parameters", r.parameters.mtp);
+    field(s, "active_parameters", r.parameters.active);
+    field(s, "tensor_parallel", std::uint64_t{t.tensor_parallel});
+    field(s, "pipeline_parallel", std::uint64_t{t.pipeline_parallel});
+    field(s, "data_parallel", std::uint64_t{t.data_parallel});
+    field(s, "context_parallel", std::uint64_t{t.context_parallel});
+    field(s, "microbatches", std::uint64_t{r.microbatches});
+    field(s, "usable_bytes", r.usable_bytes);
+    field_name(s, "ranks");
+    s += '[';
     for (std::size_t k = 0; k < r.ranks.size(); ++k) {
         const pl::rank_report& x = r.ranks[k];
         s += k == 0 ? "{" : ",{";
-        s += "\"rank\":";
-        append_number(s, std::uint64_t{k});
-        s += ",\"layers\":";
-        append_number(s, std::uint64_t{x.layers});
-        s += ",\"parameters\":";
-        append_number(s, x.parameters);
-        s += ",\"weight_and_optimizer_bytes\":";
-        append_number(s, x.state_bytes);
-        s += ",\"activation_bytes_per_microbatch\":";
-        append_number(s, x.activation_bytes);
-        s += ",\"forward_seconds_per_microbatch\":";
-        append_number(s, x.forward_seconds);
+        field(s, "rank", std::uint64_t{k});
+        field(s, "layers", std::uint64_t{x.layers});
+        field(s, "parameters", x.parameters);
+        field(s, "weight_and_optimizer_bytes", x.state_bytes);
+        field(s, "activation_bytes_per_microbatch", x.activation_bytes);
+        field(s, "forward_seconds_per_microbatch", x.forward_seconds);
         s += '}';
     }
-    s += "],\"schedules\":[";
+    s += ']';
+    field_name(s, "schedules");
+    s += '[';
     for (std::size_t k = 0; k < r.schedules.size(); ++k) {
         const pl::schedule_report& x = r.schedules[k];
         s += k == 0 ? "{" : ",{";
-        s += "\"name\":";
-        append_string(s, x.name);
-        s += ",\"chunks\":";
-        append_number(s, std::uint64_t{x.chunks});
-        s += ",\"placement\":";
-        append_string(s, x.layout == pipesched::placement::v_shape ? "v" : "loop");
-        s += ",\"evaluated\":";
-        s += x.evaluated ? "true" : "false";
-        s += ",\"fits\":";
-        s += x.fits ? "true" : "false";
+        field(s, "name", std::string_view{x.name});
+        field(s, "chunks", std::uint64_t{x.chunks});
+        field(s, "placement", std::string_view{x.layout == pipesched::placement::v_shape ? "v" : "loop"});
+        field(s, "evaluated", x.evaluated);
+        field(s, "fits", x.fits);
         if (x.evaluated) {
-            s += ",\"iteration_time_s\":";
-            append_number(s, x.iteration_seconds);
-            s += ",\"pipeline_time_s\":";
-            append_number(s, x.pipeline_seconds);
-            s += ",\"bubble_fraction\":";
-            append_number(s, x.bubble_fraction);
-            s += ",\"worst_rank\":";
-            append_number(s, std::uint64_t{x.worst_rank});
-            s += ",\"peak_bytes\":[";
+            field(s, "iteration_time_s", x.iteration_seconds);
+            field(s, "pipeline_time_s", x.pipeline_seconds);
+            field(s, "bubble_fraction", x.bubble_fraction);
+            field(s, "worst_rank", std::uint64_t{x.worst_rank});
+            field_name(s, "peak_bytes");
+            s += '[';
             for (std::size_t j = 0; j < x.peak_bytes.size(); ++j) {
                 if (j != 0)
                     s += ',';
-                append_number(s, x.peak_bytes[j]);
+                pipesched::json::append_number(s, x.peak_bytes[j]);
             }
             s += ']';
         } else {
-            s += ",\"note\":";
-            append_string(s, x.note);
+            field(s, "note", std::string_view{x.note});
         }
         s += '}';
     }
-    s += "],\"recommended\":";
+    s += ']';
+    field_name(s, "recommended");
     if (r.recommended) {
-        s += "{\"name\":";
-        append_string(s, r.schedules[*r.recommended].name);
-        s += ",\"chunks\":";
-        append_number(s, std::uint64_t{r.schedules[*r.recommended].chunks});
+        s += '{';
+        field(s, "name", std::string_view{r.schedules[*r.recommended].name});
+        field(s, "chunks", std::uint64_t{r.schedules[*r.recommended].chunks});
         s += '}';
     } else {
-        s += "null,\"advice\":";
-        append_string(s, r.advice);
+        s += "null";
+        field(s, "advice", std::string_view{r.advice});
     }
-    s += ",\"megatron_theoretical\":{\"weight_and_optimizer_mb\":";
-    append_number(s, r.megatron.weight_and_optimizer_mb);
-    s += ",\"activation_mb\":";
-    append_number(s, r.megatron.activation_mb);
-    s += ",\"total_mb\":";
-    append_number(s, r.megatron.total_mb);
-    s += "},\"ignored\":[";
+    field_name(s, "megatron_theoretical");
+    s += '{';
+    field(s, "weight_and_optimizer_mb", r.megatron.weight_and_optimizer_mb);
+    field(s, "activation_mb", r.megatron.activation_mb);
+    field(s, "total_mb", r.megatron.total_mb);
+    s += '}';
+    field_name(s, "ignored");
+    s += '[';
     for (std::size_t k = 0; k < ignored.size(); ++k) {
         if (k != 0)
             s += ',';
-        append_string(s, ignored[k]);
+        pipesched::json::append_string(s, ignored[k]);
     }
     s += "]}\n";
 }
