@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <pipesched/io/chakra_schedule.hpp>
+#include <pipesched/chakra/export.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>
 #include <pipesched/io/json.hpp>

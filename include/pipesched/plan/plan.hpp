@@ -24,7 +24,6 @@
 #include "../analysis/autoschedule.hpp"
 #include "../analysis/simulate.hpp"
 #include "../catalog.hpp"
-#include "../policies/any_schedule.hpp"
 #include "gpu.hpp"
 #include "megatron_theoretical.hpp"
 #include "memory.hpp"
