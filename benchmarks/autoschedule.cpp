@@ -22,7 +22,7 @@
 #include <tuple>
 #include <utility>
 
-#include <pipesched/analysis/autoschedule.hpp>
+#include <pipesched/search/autoschedule.hpp>
 #include <pipesched/policies/v_half.hpp>
 #include <pipesched/policies/v_min.hpp>
 

@@ -1,8 +1,8 @@
 // The general memory model of the replay, explicit_schedule, and autoschedule().
 #include <doctest/doctest.h>
 
-#include <pipesched/analysis/autoschedule.hpp>
-#include <pipesched/analysis/named_schedules.hpp>
+#include <pipesched/search/autoschedule.hpp>
+#include <pipesched/search/named_schedules.hpp>
 #include <pipesched/analysis/validate_iteration.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>

@@ -1,7 +1,7 @@
 // V-Min and V-Half (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024).
 #include <doctest/doctest.h>
 
-#include <pipesched/analysis/autoschedule.hpp>
+#include <pipesched/search/autoschedule.hpp>
 #include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/catalog.hpp>
 #include <pipesched/io/chakra_schedule.hpp>

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include <pipesched/io/json.hpp>
-#include <pipesched/analysis/autoschedule.hpp>
-#include <pipesched/analysis/named_schedules.hpp>
+#include <pipesched/search/autoschedule.hpp>
+#include <pipesched/search/named_schedules.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>
 #include <pipesched/io/terminal_timeline.hpp>

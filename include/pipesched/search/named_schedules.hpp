@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "../analysis/simulate.hpp"
 #include "../catalog.hpp"
 #include "../policies/any_schedule.hpp"
-#include "autoschedule.hpp"
-#include "simulate.hpp"
+#include "problem.hpp"
 
 namespace pipesched {
 
