@@ -1,9 +1,17 @@
 // pipesched: search a zero-bubble schedule for given per-stage costs under a memory limit.
 //
-// The problem, its costs and memory model: search/problem.hpp. Each method has its own header
-// in search/; autoschedule() runs them in order and returns the best.
+// The problem, its costs and memory model: search/problem.hpp; the timing rules every method
+// shares: search/clock.hpp. Each method has its own header in search/; placement_search.hpp
+// runs them in one placement, and autoschedule() over the placements asked for (one stage per
+// rank, the V with two chunks per rank, the interleaved loop with v chunks), keeping the best.
+// A chunk of a rank charged from one entry per rank costs 1/v of it and holds 1/v of its
+// memory; costs and memory may also be given per global stage.
 //
-// Method, in this order; the answer is the best candidate (span, then makespan, then the
+// Then every catalogued schedule of the searched placements is replayed by simulate() under
+// the same costs; the answer is never longer than the best one that fits (when the search's
+// order is, the catalogued schedule itself is the answer).
+//
+// One stage per rank, // method, in this order; the answer is the best candidate (span, then makespan, then the
 // candidate's rank in this list, so the result is deterministic):
 //  1. The published heuristic's ideas, implemented here from the paper's description and the
 //     authors' `zb.py` (sail-sg/zero-bubble-pipeline-parallelism): microbatch by microbatch, F
@@ -41,41 +49,68 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "../analysis/simulate.hpp"
 #include "../event.hpp"
 #include "../policies/explicit_schedule.hpp"
-#include "../policies/one_f_one_b.hpp"
-#include "../policies/zb_h1.hpp"
-#include "../policies/zb_h2.hpp"
 #include "../shape.hpp"
-#include "evaluation.hpp"
-#include "exact_search.hpp"
-#include "greedy.hpp"
-#include "list_schedule.hpp"
-#include "local_search.hpp"
+#include "named_schedules.hpp"
+#include "placement_search.hpp"
 #include "problem.hpp"
 #include "round_trip_bound.hpp"
-#include "templates.hpp"
 
 namespace pipesched {
 
 namespace detail::autosched {
 
-inline explicit_schedule<placement::loop> to_schedule(const problem& pr, const order& o) {
-    explicit_schedule<placement::loop> out{};
-    out.shape = shape{pr.p, pr.m, 1};
-    for (std::uint32_t s = 0; s < pr.p; ++s) {
-        std::uint32_t n[3] = {0, 0, 0};
-        for (const kind k : o[s]) {
-            const op kind_op = k == kind::f ? op::forward : k == kind::i ? op::backward_input : op::backward_weight;
-            const auto mb = static_cast<std::uint16_t>(n[static_cast<std::size_t>(k)]++);
-            out.push(event{kind_op, 0, static_cast<std::uint16_t>(s), mb, no_peer});
+/// The events of an order, with global stage numbers from the problem's placement.
+template <placement Layout = placement::loop>
+explicit_schedule<Layout> to_schedule(const problem& pr, const order& o) {
+    explicit_schedule<Layout> out{};
+    out.shape = shape{pr.p, pr.m, pr.v};
+    std::vector<std::uint32_t> n(3 * std::size_t{pr.v});
+    for (std::uint32_t r = 0; r < pr.p; ++r) {
+        std::fill(n.begin(), n.end(), 0U);
+        for (const task a : o[r]) {
+            const op kind_op = a.k == kind::f ? op::forward : a.k == kind::i ? op::backward_input : op::backward_weight;
+            const auto mb = static_cast<std::uint16_t>(n[3 * std::size_t{a.chunk} + static_cast<std::size_t>(a.k)]++);
+            out.push(event{kind_op, a.chunk, static_cast<std::uint16_t>(r), mb, no_peer});
         }
+    }
+    return out;
+}
+
+/// One placement to search: its layout and chunks per rank.
+struct placement_choice {
+    placement layout = placement::loop;
+    std::uint32_t chunks = 1;
+};
+
+/// The placements `options` asks for, in the order that breaks ties.
+inline std::vector<placement_choice> placements_of(const autoschedule_options& options) {
+    std::vector<placement_choice> out;
+    const search_placement pl = options.placement;
+    if (pl == search_placement::loop || pl == search_placement::any) out.push_back({placement::loop, 1});
+    if (pl == search_placement::v || pl == search_placement::any) out.push_back({placement::v_shape, 2});
+    if (pl == search_placement::interleaved || pl == search_placement::any) out.push_back({placement::loop, options.chunks});
+    return out;
+}
+
+/// What the bound and the proof speak of: the placements searched.
+inline std::string scope_of(const std::vector<placement_choice>& searched) {
+    std::string out;
+    for (std::size_t k = 0; k < searched.size(); ++k) {
+        if (k > 0) out += k + 1 == searched.size() ? " and " : ", ";
+        const placement_choice& c = searched[k];
+        out += c.layout == placement::v_shape ? "V placement (2 chunks per rank)"
+               : c.chunks == 1                ? "loop placement (1 stage per rank)"
+                                              : "interleaved placement (" + std::to_string(c.chunks) + " chunks per rank)";
     }
     return out;
 }
@@ -93,184 +128,166 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
         out.message = "invalid input: " + e;
         return out;
     }
-    const as::problem pr = as::make_problem(s, costs, memory);
-    out.smallest_limit.resize(pr.p);
-    for (std::uint32_t k = 0; k < pr.p; ++k) {
-        out.smallest_limit[k] = std::max(pr.mem[k].activation, pr.mem[k].weight);
+    if (options.chunks < 2 || options.chunks > 64) {
+        out.message = "invalid input: the interleaved placement's chunks must be 2 .. 64";
+        return out;
     }
-    for (std::uint32_t k = 0; k < pr.p; ++k) {
-        if (!as::within(out.smallest_limit[k], pr.mem[k].limit)) {
-            const double smallest = *std::max_element(out.smallest_limit.begin(), out.smallest_limit.end());
-            out.message = "no schedule fits: stage " + std::to_string(k) + " has a memory limit of " +
-                          as::number_text(pr.mem[k].limit) + " but one microbatch needs " +
-                          as::number_text(out.smallest_limit[k]) + " (max(M_B, M_W)); the smallest limit that fits " +
-                          (memory.per_stage.empty() ? "is " : "every stage is ") + as::number_text(smallest);
-            return out;
-        }
+    const std::vector<as::placement_choice> choices = as::placements_of(options);
+    // One stage per rank needs max(M_B, M_W) on every rank (reported as before when it is
+    // searched); the others need what one microbatch at a time holds.
+    const as::problem single = as::make_problem(s, costs, memory);
+    out.smallest_limit.resize(single.p);
+    for (std::uint32_t k = 0; k < single.p; ++k) {
+        out.smallest_limit[k] = std::max(single.mem[k].activation, single.mem[k].weight);
     }
 
-    as::evaluator ev{pr};
-    as::order best{};
-    as::evaluation best_eval{};
-    bool have = false;
-    const auto consider = [&](as::order&& o, std::string_view method) {
-        if (o.empty()) return false;
-        const as::evaluation e = ev.run(o);
-        if (!e.legal || !e.fits) return false;
-        if (!have || e.better_than(best_eval)) {
-            best = std::move(o);
-            best_eval = e;
-            out.method = method;
-            have = true;
-            return true;
-        }
-        return false;
+    struct searched {
+        as::placement_choice choice;
+        as::problem pr;
+        as::placement_result res;
+        double floor; ///< no order of this placement within the limits is shorter
     };
-
-    // 1. The heuristic's eight variants under the given limit.
-    std::vector<double> cap(pr.p);
-    for (std::uint32_t k = 0; k < pr.p; ++k) cap[k] = pr.mem[k].limit;
-    const auto run_variants = [&](const std::vector<double>& caps, std::string_view method) {
-        for (const bool may_wait : {true, false}) {
-            for (const bool catch_up : {true, false}) {
-                for (const bool fill : {true, false}) {
-                    consider(as::greedy(pr, caps, may_wait, catch_up, fill), method);
-                }
+    std::vector<searched> done;
+    std::string refusal{};
+    for (const as::placement_choice& c : choices) {
+        // p^2 v m bounds the list scheduler's time: a placement beyond it is searched only
+        // when asked for by name (and then refused).
+        if (std::uint64_t{s.ranks} * s.ranks * s.microbatches * c.chunks > as::max_work) {
+            if (options.placement != search_placement::any) {
+                out.message = "invalid input: ranks^2 * chunks * microbatches must be at most 67108864 (2^26) for "
+                              "autoschedule: its search time grows with it";
+                return out;
+            }
+            continue;
+        }
+        if (!as::stage_list_fits(costs.per_stage.size(), s.ranks, c.chunks) ||
+            !as::stage_list_fits(memory.per_stage.size(), s.ranks, c.chunks)) {
+            if (options.placement != search_placement::any) {
+                out.message = "invalid input: per-stage lists of " + std::to_string(std::max(costs.per_stage.size(), memory.per_stage.size())) +
+                              " entries describe neither the " + std::to_string(s.ranks) + " ranks nor the " +
+                              std::to_string(s.ranks * c.chunks) + " stages of this placement";
+                return out;
+            }
+            continue;
+        }
+        as::problem pr = as::make_problem(s, costs, memory, c.layout, c.chunks);
+        bool feasible = true;
+        for (std::uint32_t r = 0; r < pr.p && feasible; ++r) {
+            const double need = c.chunks == 1 ? out.smallest_limit[r] : pr.smallest_limit(r);
+            if (as::within(need, pr.limit(r))) continue;
+            feasible = false;
+            if (refusal.empty()) {
+                const double smallest = c.chunks == 1 ? *std::max_element(out.smallest_limit.begin(), out.smallest_limit.end()) : need;
+                refusal = "no schedule fits: stage " + std::to_string(r) + " has a memory limit of " +
+                          as::number_text(pr.limit(r)) + " but one microbatch needs " + as::number_text(need) +
+                          (c.chunks == 1 ? std::string{" (max(M_B, M_W)); the smallest limit that fits "} +
+                                               (memory.per_stage.empty() ? "is " : "every stage is ") + as::number_text(smallest)
+                                         : std::string{" in this placement"});
             }
         }
-    };
-    run_variants(cap, "heuristic");
-    if (have) out.heuristic_span = best_eval.span;
-
-    // 2. Tighter caps: k whole activations for k = 1 .. 2p+1, at most 8 of them evenly spread
-    //    (each costs eight greedy runs).
-    {
-        const std::uint32_t top = std::min(2 * pr.p + 1, pr.m + 1);
-        const std::uint32_t step = (top + 7) / 8;
-        for (std::uint32_t k = 1; k <= top; k += step) {
-            std::vector<double> tighter(pr.p);
-            bool differs = false;
-            for (std::uint32_t q = 0; q < pr.p; ++q) {
-                const double c = static_cast<double>(k) * pr.mem[q].activation;
-                tighter[q] = std::min(cap[q], std::max(c, out.smallest_limit[q]));
-                differs = differs || tighter[q] < cap[q];
-            }
-            if (differs) run_variants(tighter, "heuristic under a tighter memory cap");
-        }
+        if (!feasible) continue;
+        as::placement_result res = c.chunks == 1 ? as::search_one_stage_per_rank(pr, options) : as::search_chunks(pr, options);
+        if (!res.have) continue;
+        double floor = c.chunks == 1 ? as::lower_bound(pr) : pr.max_rank_work();
+        if (res.exact_finished) floor = std::max(floor, res.eval.span);
+        done.push_back({c, std::move(pr), std::move(res), floor});
     }
-
-    // 3. List scheduling under the limit.
-    for (const bool forward_first : {false, true}) {
-        for (const as::w_fill fill : {as::w_fill::lazy, as::w_fill::gaps, as::w_fill::eager}) {
-            consider(as::list_schedule(pr, cap, forward_first, fill), "list scheduling under the memory limit");
-        }
+    if (done.empty()) {
+        out.message = refusal.empty() ? "no schedule fits the memory limit" : refusal;
+        return out;
     }
-    // 4. Handcrafted orders, and 1F1B under the cap (W at once, or deferred as in ZB-H1).
-    for (const std::uint32_t shift : {0U, 1U, pr.p}) {
-        consider(as::capped_one_f_one_b(pr, cap, [&](std::uint32_t stage) { return shift == 1 ? stage : shift == 0 ? 0U : pr.m; }),
-                 "1F1B under the memory cap");
+    std::size_t pick = 0;
+    for (std::size_t k = 1; k < done.size(); ++k) {
+        if (done[k].res.eval.better_than(done[pick].res.eval)) pick = k;
     }
-    {
-        const zb_h1 h1{shape{pr.p, pr.m, 1}};
-        if (h1.check()) consider(as::letters_of(h1), "ZB-H1");
-        const zb_h2 h2{shape{pr.p, pr.m, 1}};
-        if (h2.check()) consider(as::letters_of(h2), "ZB-H2");
-        const one_f_one_b<backward_kind::split> plain{shape{pr.p, pr.m, 1}};
-        if (plain.check()) consider(as::letters_of(plain), "1F1B with split backward");
-    }
-    if (!have) {
-        // Always fits (limit >= max(M_B, M_W) was checked): F I W of one microbatch at a time.
-        as::order sequential(pr.p);
-        for (auto& seq : sequential) {
-            for (std::uint32_t i = 0; i < pr.m; ++i) {
-                seq.push_back(as::kind::f);
-                seq.push_back(as::kind::i);
-                seq.push_back(as::kind::w);
-            }
-        }
-        consider(std::move(sequential), "one microbatch at a time");
-    }
-
-    // 5. Per-stage templates tuned by coordinate descent, from two starts.
-    if (options.template_evaluations > 0) {
-        const std::uint64_t per_eval = 6ULL * pr.p * pr.m; // build the order, replay it
-        const auto budget = static_cast<std::uint32_t>(
-            std::min<std::uint64_t>(options.template_evaluations, options.template_work / per_eval) / 2);
-        for (const bool defer : {false, true}) {
-            std::vector<as::stage_template> tp = as::round_trip_template(pr, cap, defer);
-            as::order o = as::templated(pr, cap, tp);
-            as::evaluation e{};
-            if (!o.empty()) e = ev.run(o);
-            if (o.empty() || !e.legal || !e.fits) {
-                // Tuning needs a legal start: the memory-capped 1F1B is one (warm-up p - s).
-                for (std::uint32_t k = 0; k < pr.p; ++k) tp[k] = {std::max(1U, std::min(tp[k].warmup, pr.p - k)), 0, false};
-                o = as::templated(pr, cap, tp);
-                if (o.empty()) continue;
-                e = ev.run(o);
-                if (!e.legal || !e.fits) continue;
-            }
-            as::tune_templates(pr, ev, cap, tp, o, e, budget);
-            consider(std::move(o), "per-stage templates (coordinate descent)");
-        }
-    }
-
-    // 6. Local search.
-    // Each evaluation replays all 3pm actions: cap the total work so that big shapes stay fast.
-    const std::uint64_t per_eval = 3ULL * pr.p * pr.m;
-    const auto affordable = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(options.local_search_evaluations, options.local_search_work / per_eval));
-    if (affordable > 0) {
-        const as::evaluation before = best_eval;
-        as::improve(pr, ev, best, best_eval, affordable);
-        if (best_eval.better_than(before)) out.method = "local search";
-    }
-
-    // 7. Exact search on small shapes.
-    if (options.exact_actions > 0 && 3ULL * pr.p * pr.m <= options.exact_actions) {
-        as::exact_search bb{pr, options.exact_nodes};
-        as::order found = best;
-        double bound = best_eval.span;
-        const bool finished = bb.run(found, bound);
-        const as::evaluation e = ev.run(found);
-        if (e.legal && e.fits && e.better_than(best_eval)) {
-            best = std::move(found);
-            best_eval = e;
-            out.method = "branch and bound";
-        }
-        out.proven_optimal = finished;
-    }
-
+    const searched& best = done[pick];
     out.fits = true;
-    out.schedule = as::to_schedule(pr, best);
-    out.span = best_eval.span;
-    out.makespan = best_eval.makespan;
-    double work = 0.0;
-    for (std::uint32_t k = 0; k < pr.p; ++k) work = std::max(work, pr.work(k));
+    out.layout = best.choice.layout;
+    out.chunks = best.choice.chunks;
+    if (out.layout == placement::v_shape) out.v_schedule = as::to_schedule<placement::v_shape>(best.pr, best.res.best);
+    else out.schedule = as::to_schedule<placement::loop>(best.pr, best.res.best);
+    out.span = best.res.eval.span;
+    out.makespan = best.res.eval.makespan;
+    out.peak_memory = best.res.eval.peak;
+    out.method = best.res.method;
+    double work = best.pr.max_rank_work();
+    for (const searched& d : done) {
+        if (d.choice.chunks == 1) out.heuristic_span = d.res.heuristic_span;
+    }
+
+    // Never longer than a catalogued schedule of the searched placements that fits, replayed
+    // by simulate() under the same costs.
+    std::vector<std::uint32_t> named_chunks{2};
+    if (options.chunks != 2 && options.placement != search_placement::v && options.placement != search_placement::loop) {
+        named_chunks.push_back(options.chunks);
+    }
+    for (const std::uint32_t v : named_chunks) {
+        for (const schedule_info& info : schedules) {
+            const std::uint32_t chunks = as::named_chunks(info, v);
+            if (v != 2 && chunks != v) continue; // evaluated with 2 already
+            bool searched_here = false;
+            for (const as::placement_choice& c : choices) {
+                searched_here = searched_here || (c.chunks == chunks && (chunks == 1 || c.layout == info.layout));
+            }
+            if (!searched_here && options.placement != search_placement::any) continue;
+            as::with_named_schedule(info, s, costs, memory, v, [&](const auto& pol, const as::problem& pr) {
+                using P = std::remove_cvref_t<decltype(pol)>;
+                cost_model model{};
+                const std::vector<stage_costs> per_stage = as::stage_costs_of(pr);
+                model.per_stage = per_stage;
+                model.p2p_latency = pr.comm;
+                const simulation sim = simulate(pol, model);
+                if (!sim) return;
+                double span = 0.0;
+                std::vector<double> peak;
+                for (std::uint32_t r = 0; r < pr.p; ++r) {
+                    span = std::max(span, sim.ranks[r].last_end - sim.ranks[r].first_start);
+                    peak.push_back(sim.ranks[r].peak_memory);
+                    if (!as::within(sim.ranks[r].peak_memory, pr.limit(r))) return;
+                }
+                as::evaluation e{};
+                e.span = span;
+                e.makespan = sim.makespan;
+                as::evaluation ours{};
+                ours.span = out.span;
+                ours.makespan = out.makespan;
+                if (!e.better_than(ours)) return;
+                out.layout = P::layout;
+                out.chunks = chunks;
+                if constexpr (P::layout == placement::v_shape) {
+                    out.v_schedule = explicit_schedule<placement::v_shape>::from_policy(pol);
+                } else {
+                    out.schedule = explicit_schedule<placement::loop>::from_policy(pol);
+                }
+                out.span = span;
+                out.makespan = sim.makespan;
+                out.peak_memory = std::move(peak);
+                out.method = display_name(info);
+                work = pr.max_rank_work();
+            });
+        }
+    }
     out.bubble_fraction = out.span > 0.0 ? (out.span - work) / out.span : 0.0;
-    out.peak_memory = best_eval.peak;
-    out.lower_bound = as::lower_bound(pr);
-    if (as::within(out.span, out.lower_bound)) out.proven_optimal = true;
+
+    // The bound over every searched placement: the smallest of theirs.
+    out.lower_bound = done.front().floor;
+    for (const searched& d : done) out.lower_bound = std::min(out.lower_bound, d.floor);
+    out.lower_bound = std::min(out.lower_bound, out.span);
+    out.proven_optimal = as::within(out.span, out.lower_bound);
+    out.gap = out.span > 0.0 ? (out.span - out.lower_bound) / out.span : 0.0;
+    std::vector<as::placement_choice> searched_choices;
+    for (const searched& d : done) searched_choices.push_back(d.choice);
+    out.bound_scope = as::scope_of(searched_choices);
     return out;
 }
 
 /// Per-stage costs (with M_B, M_W) under which simulate() replays an autoschedule result with
 /// the same numbers; use with cost_model{.per_stage = ..., .p2p_latency = costs.p2p}. A full B
 /// costs T_I + T_W, so the named schedules with a fused backward compare on the same work.
-inline std::vector<stage_costs> to_stage_costs(const shape& s, const pipeline_costs& costs,
-                                               const pipeline_memory& memory) {
-    const detail::autosched::problem pr = detail::autosched::make_problem(s, costs, memory);
-    std::vector<stage_costs> out(pr.p);
-    for (std::uint32_t k = 0; k < pr.p; ++k) {
-        stage_costs& c = out[k];
-        c.forward = pr.t[k].forward;
-        c.backward_input = pr.t[k].backward_input;
-        c.backward_weight = pr.t[k].backward_weight;
-        c.backward = pr.t[k].backward_input + pr.t[k].backward_weight;
-        c.activation_memory = pr.mem[k].activation;
-        c.weight_memory = pr.mem[k].weight;
-    }
-    return out;
+/// `layout` and `chunks` are the result's.
+inline std::vector<stage_costs> to_stage_costs(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory,
+                                               placement layout = placement::loop, std::uint32_t chunks = 1) {
+    return detail::autosched::stage_costs_of(detail::autosched::make_problem(s, costs, memory, layout, chunks));
 }
-
 
 } // namespace pipesched

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "clock.hpp"
 #include "problem.hpp"
 
 namespace pipesched::detail::autosched {
@@ -28,41 +29,45 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
     const std::uint32_t m = pr.m;
     order out(p);
     for (auto& seq : out) seq.reserve(3 * std::size_t{m});
-    std::vector<std::uint32_t> nf(p, 0), ni(p, 0), nw(p, 0);
-    std::vector<double> free(p, 0.0), memory(p, 0.0), bubble(p, 0.0);
-    std::vector<double> fend(std::size_t{p} * m, 0.0), iend(std::size_t{p} * m, 0.0);
-    const auto at = [m](std::uint32_t s, std::uint32_t i) { return std::size_t{s} * m + i; };
+    clock ck{pr};
+    std::vector<double> bubble(p, 0.0);
     double max_bubble = 0.0;
+    const auto nf = [&ck](std::uint32_t s) { return ck.count(s, kind::f); };
+    const auto ni = [&ck](std::uint32_t s) { return ck.count(s, kind::i); };
+    const auto nw = [&ck](std::uint32_t s) { return ck.count(s, kind::w); };
+    const auto free = [&ck](std::uint32_t s) { return ck.free(s); };
+    const auto memory = [&ck](std::uint32_t s) { return ck.memory(s); };
+    // When the input of (s, k) for microbatch i arrives. The greedy decides stage by stage in
+    // rounds and may look at an input another stage has not produced yet: it takes that as
+    // produced at time 0 (the order is scored by the evaluation, which waits for it).
+    const auto arrive = [&](std::uint32_t s, kind k, std::uint32_t i) {
+        const double t = ck.arrival(s, k, i);
+        if (t != clock::missing) return t;
+        const bool from_other_stage = (k == kind::f && s > 0) || (k == kind::i && s + 1 < p);
+        return from_other_stage ? pr.comm : 0.0;
+    };
     const auto put = [&](std::uint32_t s, kind k) {
-        const double cost = pr.cost(s, k);
-        const double unblocked = free[s] + cost;
-        double end = unblocked;
-        if (k == kind::f && s > 0) end = std::max(end, fend[at(s - 1, nf[s])] + pr.comm + cost);
-        if (k == kind::i && s + 1 < p) end = std::max(end, iend[at(s + 1, ni[s])] + pr.comm + cost);
-        if (nf[s] > 0) {
+        const double unblocked = free(s) + pr.cost(s, k);
+        const double end = ck.run(s, k, k == kind::w ? 0.0 : arrive(s, k, ck.count(s, k)));
+        if (nf(s) > (k == kind::f ? 1U : 0U)) {
             bubble[s] += end - unblocked;
             max_bubble = std::max(max_bubble, bubble[s]);
         }
-        free[s] = end;
-        memory[s] += pr.memory_change(s, k);
-        if (k == kind::f) fend[at(s, nf[s]++)] = end;
-        else if (k == kind::i) iend[at(s, ni[s]++)] = end;
-        else ++nw[s];
         out[s].push_back(k);
     };
     // W's before an action on stage s whose input arrives at `arrival`: while one fits into the
     // wait, and one more if the wait would be a bubble larger than the budget (or always with
     // fill_small_gaps).
     const auto fill_gap = [&](std::uint32_t s, double arrival) {
-        while (nw[s] < ni[s] && free[s] + pr.cost(s, kind::w) <= arrival) put(s, kind::w);
-        if (nw[s] < ni[s] && free[s] < arrival) {
-            if (arrival - free[s] > max_bubble - bubble[s] || fill_small_gaps) put(s, kind::w);
+        while (nw(s) < ni(s) && free(s) + pr.cost(s, kind::w) <= arrival) put(s, kind::w);
+        if (nw(s) < ni(s) && free(s) < arrival) {
+            if (arrival - free(s) > max_bubble - bubble[s] || fill_small_gaps) put(s, kind::w);
         }
     };
     // W's until `change` more memory fits; false if no W is left to run.
     const auto make_room = [&](std::uint32_t s, double change) {
-        while (!within(memory[s] + change, cap[s])) {
-            if (nw[s] >= ni[s]) return false;
+        while (!within(memory(s) + change, cap[s])) {
+            if (nw(s) >= ni(s)) return false;
             put(s, kind::w);
         }
         return true;
@@ -76,11 +81,11 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
             }
             // Warm-up forwards, bottom-up: as many as memory allows before the first I comes back.
             std::vector<std::uint32_t> extra(p, 0);
-            double returns = fend[at(p - 1, 0)] + pr.cost(p - 1, kind::i);
+            double returns = ck.forward_end(p - 1, 0) + pr.cost(p - 1, kind::i);
             for (std::uint32_t s = p - 1; s-- > 0;) {
-                double mem = memory[s];
-                double busy_until = free[s];
-                while (nf[s] + extra[s] < m && within(mem + pr.memory_change(s, kind::f), cap[s])) {
+                double mem = memory(s);
+                double busy_until = free(s);
+                while (nf(s) + extra[s] < m && within(mem + pr.memory_change(s, kind::f), cap[s])) {
                     if (warmup_may_wait ? busy_until + pr.cost(s, kind::f) > returns + pr.comm
                                         : busy_until >= returns + pr.comm) {
                         break;
@@ -92,7 +97,7 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
                 returns = std::max(busy_until, returns + pr.comm) + pr.cost(s, kind::i);
             }
             for (std::uint32_t s = 1; s < p; ++s) {
-                while (extra[s] > 0 && extra[s] >= extra[s - 1] && nf[s] + extra[s] < m) --extra[s];
+                while (extra[s] > 0 && extra[s] >= extra[s - 1] && nf(s) + extra[s] < m) --extra[s];
             }
             for (std::uint32_t s = 0; s < p; ++s) {
                 for (std::uint32_t k = 0; k < extra[s]; ++k) put(s, kind::f);
@@ -105,43 +110,43 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
         }
         std::vector<std::uint8_t> wants_f(p, 0);
         for (std::uint32_t s = 0; s < p; ++s) {
-            if (nf[s] >= m) continue;
+            if (nf(s) >= m) continue;
             wants_f[s] = 1;
-            if (!let_next_catch_up || s + 1 >= p || nf[s] < nf[s + 1] + 2) continue;
+            if (!let_next_catch_up || s + 1 >= p || nf(s) < nf(s + 1) + 2) continue;
             // This stage is two forwards ahead of the next: run F only if it does not make the
             // next stage's F I round trip wait.
-            const double next_round = free[s + 1] + pr.cost(s + 1, kind::f) + pr.cost(s + 1, kind::i) + pr.comm;
-            if (free[s] >= next_round) {
+            const double next_round = free(s + 1) + pr.cost(s + 1, kind::f) + pr.cost(s + 1, kind::i) + pr.comm;
+            if (free(s) >= next_round) {
                 wants_f[s] = 0;
                 continue;
             }
             double w_cost = 0.0;
-            double mem = memory[s] + pr.memory_change(s, kind::f);
-            for (std::uint32_t w = nw[s]; !within(mem, cap[s]) && w < ni[s]; ++w) {
+            double mem = memory(s) + pr.memory_change(s, kind::f);
+            for (std::uint32_t w = nw(s); !within(mem, cap[s]) && w < ni(s); ++w) {
                 w_cost += pr.cost(s, kind::w);
                 mem += pr.memory_change(s, kind::w);
             }
-            if (free[s] + pr.cost(s, kind::f) + w_cost <= next_round) continue;
-            if (next_round - free[s] <= max_bubble - bubble[s]) wants_f[s] = 0;
+            if (free(s) + pr.cost(s, kind::f) + w_cost <= next_round) continue;
+            if (next_round - free(s) <= max_bubble - bubble[s]) wants_f[s] = 0;
         }
         for (std::uint32_t s = p - 1; s-- > 0;) wants_f[s] = std::min(wants_f[s], wants_f[s + 1]);
         for (std::uint32_t s = 0; s < p; ++s) {
             if (wants_f[s] == 0) continue;
             if (!make_room(s, pr.memory_change(s, kind::f))) return {};
-            if (s > 0) fill_gap(s, fend[at(s - 1, nf[s])] + pr.comm);
+            if (s > 0) fill_gap(s, arrive(s, kind::f, nf(s)));
             put(s, kind::f);
         }
         for (std::uint32_t s = p; s-- > 0;) {
             if (!make_room(s, pr.memory_change(s, kind::i))) return {};
-            if (s + 1 < p) fill_gap(s, iend[at(s + 1, i)] + pr.comm);
-            if (s == 0 && nf[s] == m) {
-                while (nw[s] < ni[s]) put(s, kind::w);
+            if (s + 1 < p) fill_gap(s, arrive(s, kind::i, i));
+            if (s == 0 && nf(s) == m) {
+                while (nw(s) < ni(s)) put(s, kind::w);
             }
             put(s, kind::i);
         }
     }
     for (std::uint32_t s = 0; s < p; ++s) {
-        while (nw[s] < m) put(s, kind::w);
+        while (nw(s) < m) put(s, kind::w);
     }
     return out;
 }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "clock.hpp"
 #include "problem.hpp"
 
 namespace pipesched::detail::autosched {
@@ -16,67 +17,97 @@ namespace pipesched::detail::autosched {
 /// T_W long (fill = gaps) or whenever one is pending and nothing else is ready (fill = eager).
 /// Ranks are committed in order of their next start, so every input that can arrive before a
 /// decision is known when it is made. Adapts to any memory limit, including far below p.
+/// With several chunks per rank, among the chunks whose F (or I) could start at the same time
+/// the deeper stage goes first (deeper_first) or the shallower one; a W is taken from the chunk
+/// with the most W's pending.
 enum class w_fill : std::uint8_t { lazy, gaps, eager };
 
-inline order list_schedule(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill) {
+inline order list_schedule(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill,
+                           bool deeper_first = true) {
     const std::uint32_t p = pr.p;
+    const std::uint32_t v = pr.v;
     const std::uint32_t m = pr.m;
     constexpr double never = std::numeric_limits<double>::infinity();
     order out(p);
-    std::vector<std::uint32_t> nf(p, 0), ni(p, 0), nw(p, 0);
-    std::vector<double> free(p, 0.0), memory(p, 0.0);
-    std::vector<double> fend(std::size_t{p} * m, never), iend(std::size_t{p} * m, never);
-    const auto at = [m](std::uint32_t s, std::uint32_t i) { return std::size_t{s} * m + i; };
+    clock ck{pr};
     struct proposal {
         double start = never;
-        kind what = kind::f;
+        task what{};
     };
-    const auto propose = [&](std::uint32_t s) {
+    const auto input = [&](std::uint32_t s, kind k) {
+        const double t = ck.ready(s, k);
+        return t == clock::missing ? never : t;
+    };
+    const auto propose = [&](std::uint32_t r) {
         proposal best{};
-        if (nw[s] == m) return best;
-        double f_ready = never;
-        if (nf[s] < m && within(memory[s] + pr.memory_change(s, kind::f), cap[s])) {
-            f_ready = s == 0 ? 0.0 : fend[at(s - 1, nf[s])] + pr.comm;
+        const double free = ck.free(r);
+        double f_ready = never, i_ready = never;
+        std::uint32_t f_stage = 0, i_stage = 0;
+        bool forwards_left = false;
+        std::uint32_t w_stage = 0, w_pending = 0;
+        // Among equal inputs the first chunk examined wins: deeper_first examines the deepest.
+        for (std::uint32_t j = 0; j < v; ++j) {
+            const std::uint32_t c = deeper_first ? v - 1 - j : j;
+            const std::uint32_t s = v == 1 ? r : pr.stage(r, c);
+            if (ck.allowed(s, kind::f)) {
+                forwards_left = true;
+                if (ck.fits(r, s, kind::f, cap[r])) {
+                    const double t = input(s, kind::f);
+                    if (t < f_ready || (v > 1 && t == f_ready && deeper_first == (s > f_stage))) {
+                        f_ready = t;
+                        f_stage = s;
+                    }
+                }
+            }
+            if (ck.allowed(s, kind::i) && ck.fits(r, s, kind::i, cap[r])) {
+                const double t = input(s, kind::i);
+                if (t < i_ready || (v > 1 && t == i_ready && deeper_first == (s > i_stage))) {
+                    i_ready = t;
+                    i_stage = s;
+                }
+            }
+            const std::uint32_t pending = ck.count(s, kind::i) - ck.count(s, kind::w);
+            if (pending > w_pending) {
+                w_pending = pending;
+                w_stage = s;
+            }
         }
-        double i_ready = never;
-        if (ni[s] < nf[s]) {
-            i_ready = s + 1 == p ? fend[at(s, ni[s])] : iend[at(s + 1, ni[s])] + pr.comm;
-            if (!within(memory[s] + pr.memory_change(s, kind::i), cap[s])) i_ready = never;
+        const double f_start = std::max(free, f_ready);
+        const double i_start = std::max(free, i_ready);
+        const auto chunk = [&](std::uint32_t s) { return static_cast<std::uint8_t>(v == 1 ? 0 : pr.chunk_of(s)); };
+        if (i_start < f_start || (i_start == f_start && !forward_first && i_ready != never)) {
+            best = {i_start, task{kind::i, chunk(i_stage)}};
+        } else if (f_ready != never) {
+            best = {f_start, task{kind::f, chunk(f_stage)}};
         }
-        const double f_start = std::max(free[s], f_ready);
-        const double i_start = std::max(free[s], i_ready);
-        if (i_start < f_start || (i_start == f_start && !forward_first && i_ready != never)) best = {i_start, kind::i};
-        else if (f_ready != never) best = {f_start, kind::f};
-        if (nw[s] < ni[s]) {
-            const bool memory_bound = nf[s] < m && f_ready == never && i_ready == never;
+        if (w_pending > 0) {
+            const bool memory_bound = forwards_left && f_ready == never && i_ready == never;
             const bool nothing_else = best.start == never;
-            const bool gap = best.start >= free[s] + pr.cost(s, kind::w);
+            const bool gap = best.start >= free + pr.cost(w_stage, kind::w);
             if (memory_bound || nothing_else || (fill == w_fill::gaps && gap) ||
-                (fill == w_fill::eager && best.start > free[s])) {
-                best = {free[s], kind::w};
+                (fill == w_fill::eager && best.start > free)) {
+                best = {free, task{kind::w, chunk(w_stage)}};
             }
         }
         return best;
     };
     std::vector<proposal> next(p);
-    for (std::uint32_t s = 0; s < p; ++s) next[s] = propose(s);
-    for (std::size_t done = 0; done < 3 * std::size_t{p} * m; ++done) {
+    for (std::uint32_t r = 0; r < p; ++r) next[r] = propose(r);
+    const std::uint32_t stages = pr.stages();
+    for (std::size_t done = 0; done < 3 * std::size_t{stages} * m; ++done) {
         std::uint32_t pick = p;
-        for (std::uint32_t s = 0; s < p; ++s) {
-            if (next[s].start != never && (pick == p || next[s].start < next[pick].start)) pick = s;
+        for (std::uint32_t r = 0; r < p; ++r) {
+            if (next[r].start != never && (pick == p || next[r].start < next[pick].start)) pick = r;
         }
-        if (pick == p) return {}; // stuck (cannot happen with cap >= max(M_B, M_W))
+        if (pick == p) return {}; // stuck (cannot happen with cap >= the smallest limit)
         const proposal run = next[pick];
-        const double end = run.start + pr.cost(pick, run.what);
-        free[pick] = end;
-        memory[pick] += pr.memory_change(pick, run.what);
+        const std::uint32_t s = v == 1 ? pick : pr.stage(pick, run.what.chunk);
+        ck.run(s, run.what.k, run.start);
         out[pick].push_back(run.what);
-        if (run.what == kind::f) fend[at(pick, nf[pick]++)] = end;
-        else if (run.what == kind::i) iend[at(pick, ni[pick]++)] = end;
-        else ++nw[pick];
+        // Only the ranks of this stage and of its neighbours can see a change.
         next[pick] = propose(pick);
-        if (pick > 0) next[pick - 1] = propose(pick - 1);
-        if (pick + 1 < p) next[pick + 1] = propose(pick + 1);
+        if (s > 0) next[pr.owner[s - 1]] = propose(pr.owner[s - 1]);
+        if (s + 1 < stages) next[pr.owner[s + 1]] = propose(pr.owner[s + 1]);
     }
     return out;
 }

@@ -1,7 +1,8 @@
-// pipesched: local search over orders: swaps of adjacent actions of a stage.
+// pipesched: local search over orders: swaps of adjacent actions of a rank.
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -11,22 +12,26 @@
 
 namespace pipesched::detail::autosched {
 
-/// Local search: first-improvement over swaps of adjacent actions of a stage that keep the
+/// Local search: first-improvement over swaps of adjacent actions of a rank that keep the
 /// order legal (I after its F, W after its I; memory is checked by the evaluation), within a
 /// budget of evaluations.
 inline void improve(const problem& pr, evaluator& ev, order& best, evaluation& best_eval,
                     std::uint32_t budget) {
     std::uint32_t used = 0;
+    std::vector<std::uint32_t> counts(3 * std::size_t{pr.v}, 0U);
     bool improved = true;
     while (improved && used < budget) {
         improved = false;
-        for (std::uint32_t s = 0; s < pr.p && used < budget; ++s) {
-            std::vector<kind>& seq = best[s];
-            std::uint32_t nf = 0, ni = 0, nw = 0; // letters before position j
+        for (std::uint32_t r = 0; r < pr.p && used < budget; ++r) {
+            std::vector<task>& seq = best[r];
+            std::fill(counts.begin(), counts.end(), 0U); // per chunk, letters before position j
             for (std::size_t j = 0; j + 1 < seq.size() && used < budget; ++j) {
-                const kind b = seq[j + 1];
-                // After the swap b runs first: it needs its predecessor among the first j actions.
-                const bool legal = seq[j] != b && (b != kind::i || ni < nf) && (b != kind::w || nw < ni);
+                const task b = seq[j + 1];
+                // After the swap b runs first: it needs its predecessor among the first j actions
+                // (an action of another chunk never is its predecessor).
+                const std::uint32_t* n = &counts[3 * std::size_t{b.chunk}];
+                const bool own_chunk = seq[j].chunk == b.chunk;
+                const bool legal = seq[j] != b && (!own_chunk || ((b.k != kind::i || n[1] < n[0]) && (b.k != kind::w || n[2] < n[1])));
                 if (legal) {
                     std::swap(seq[j], seq[j + 1]);
                     ++used;
@@ -38,9 +43,7 @@ inline void improve(const problem& pr, evaluator& ev, order& best, evaluation& b
                         std::swap(seq[j], seq[j + 1]);
                     }
                 }
-                nf += seq[j] == kind::f;
-                ni += seq[j] == kind::i;
-                nw += seq[j] == kind::w;
+                ++counts[3 * std::size_t{seq[j].chunk} + static_cast<std::size_t>(seq[j].k)];
             }
         }
     }

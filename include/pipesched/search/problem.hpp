@@ -56,7 +56,22 @@ struct pipeline_memory {
     std::vector<stage_memory> per_stage{};
 };
 
+/// Which stage placements autoschedule() searches.
+enum class search_placement : std::uint8_t {
+    loop,        ///< one stage per rank (stage = rank)
+    v,           ///< two chunks per rank in a V: rank r holds stages r and 2p-1-r (ZB-V, DualPipeV)
+    interleaved, ///< autoschedule_options::chunks chunks per rank, stage = chunk*p + rank
+    any,         ///< all three; the answer is the best
+};
+
+[[nodiscard]] constexpr std::string_view to_string(search_placement pl) noexcept {
+    return pl == search_placement::loop ? "loop" : pl == search_placement::v ? "v" : pl == search_placement::interleaved ? "interleaved" : "any";
+}
+
 struct autoschedule_options {
+    search_placement placement = search_placement::any;
+    /// Chunks per rank of the interleaved placement (2 or more).
+    std::uint32_t chunks = 2;
     /// Local search: at most this many schedule evaluations.
     std::uint32_t local_search_evaluations = 4000;
     /// ...and at most this many replayed actions in all (about 3-5 ns each).
@@ -65,7 +80,7 @@ struct autoschedule_options {
     std::uint32_t template_evaluations = 2000;
     /// ...and at most this many generated plus replayed actions in all.
     std::uint64_t template_work = 4'000'000;
-    /// Branch and bound when 3pm is at most this; 0 turns it off.
+    /// Branch and bound when 3pvm (actions of a placement) is at most this; 0 turns it off.
     std::uint32_t exact_actions = 48;
     /// Branch and bound gives up (and does not claim optimality) after this many nodes.
     std::uint64_t exact_nodes = 2'000'000;
@@ -75,37 +90,68 @@ struct autoschedule_result {
     bool fits = false;
     /// Why nothing fits (empty when fits), naming the stage and the smallest limit that fits.
     std::string message{};
-    /// Per stage, the smallest limit under which some schedule exists: max(M_B, M_W).
+    /// Per rank, the smallest limit under which some schedule of one stage per rank exists:
+    /// max(M_B, M_W).
     std::vector<double> smallest_limit{};
-    explicit_schedule<placement::loop> schedule{};
+    placement layout = placement::loop; ///< of the answer: `schedule` (loop) or `v_schedule`
+    std::uint32_t chunks = 1;           ///< chunks per rank of the answer
+    explicit_schedule<placement::loop> schedule{};      ///< the answer when layout is loop
+    explicit_schedule<placement::v_shape> v_schedule{}; ///< the answer when layout is v_shape
     double span = 0.0;
     double makespan = 0.0;
     double bubble_fraction = 0.0;
     std::vector<double> peak_memory{}; ///< per rank
     double heuristic_span = 0.0;       ///< best of the published heuristic's eight variants
-    /// No schedule within the limits has a shorter span (see detail::autosched::lower_bound).
+    /// No schedule of the placements in bound_scope within the limits has a shorter span.
     double lower_bound = 0.0;
-    bool proven_optimal = false;       ///< branch and bound finished, or span == lower_bound
-    std::string_view method{};         ///< which step found the answer
+    double gap = 0.0;            ///< (span - lower_bound) / span
+    bool proven_optimal = false; ///< among the placements of bound_scope
+    /// The placements lower_bound and proven_optimal speak of ("loop placement", ...).
+    std::string bound_scope{};
+    std::string_view method{}; ///< which step found the answer
 
     explicit operator bool() const noexcept { return fits; }
-};
 
+    /// f(schedule) or f(v_schedule), whichever holds the answer.
+    template <class F>
+    decltype(auto) visit(F&& f) const {
+        return layout == placement::v_shape ? f(v_schedule) : f(schedule);
+    }
+};
 
 namespace detail::autosched {
 
 enum class kind : std::uint8_t { f, i, w };
 
-/// Per stage, the op letters in order; within a letter, microbatches run in order.
-using order = std::vector<std::vector<kind>>;
+/// One action of a rank's order: its kind and the rank's chunk it runs on.
+struct task {
+    kind k = kind::f;
+    std::uint8_t chunk = 0;
+    constexpr task() = default;
+    constexpr task(kind k_, std::uint8_t chunk_ = 0) noexcept : k{k_}, chunk{chunk_} {} // NOLINT: a kind is chunk 0's
+    friend constexpr bool operator==(const task&, const task&) = default;
+};
 
+/// Per rank, the actions in order; within one (chunk, kind), microbatches run in order.
+using order = std::vector<std::vector<task>>;
+
+/// The problem every search method works on: p ranks with v chunks each, placed as `layout`,
+/// and the times and memory of every global stage (stage = rank when v = 1).
 struct problem {
     std::uint32_t p = 1;
     std::uint32_t m = 1;
-    std::vector<stage_times> t{};
-    std::vector<stage_memory> mem{};
+    std::uint32_t v = 1;
+    placement layout = placement::loop;
+    std::vector<stage_times> t{};    ///< per global stage
+    std::vector<stage_memory> mem{}; ///< per global stage; limit is its rank's limit
+    std::vector<std::uint32_t> owner{}; ///< per global stage, its rank
+    std::vector<std::uint32_t> at{};    ///< per rank and chunk (r * v + c), the global stage
     double comm = 0.0;
 
+    [[nodiscard]] std::uint32_t stages() const noexcept { return p * v; }
+    [[nodiscard]] std::uint32_t stage(std::uint32_t r, std::uint32_t c) const noexcept { return at[std::size_t{r} * v + c]; }
+    [[nodiscard]] std::uint32_t chunk_of(std::uint32_t s) const noexcept { return locate_stage(layout, p, s).chunk; }
+    [[nodiscard]] double limit(std::uint32_t r) const noexcept { return mem[stage(r, 0)].limit; }
     [[nodiscard]] double cost(std::uint32_t s, kind k) const noexcept {
         return k == kind::f ? t[s].forward : k == kind::i ? t[s].backward_input : t[s].backward_weight;
     }
@@ -114,8 +160,34 @@ struct problem {
                : k == kind::i ? mem[s].weight - mem[s].activation
                               : -mem[s].weight;
     }
+    /// Work of one stage.
     [[nodiscard]] double work(std::uint32_t s) const noexcept {
         return static_cast<double>(m) * (t[s].forward + t[s].backward_input + t[s].backward_weight);
+    }
+    /// Work of one rank (all its chunks).
+    [[nodiscard]] double rank_work(std::uint32_t r) const noexcept {
+        double w = 0.0;
+        for (std::uint32_t c = 0; c < v; ++c) w += work(stage(r, c));
+        return w;
+    }
+    /// The busiest rank's work: no order is shorter.
+    [[nodiscard]] double max_rank_work() const noexcept {
+        double w = 0.0;
+        for (std::uint32_t r = 0; r < p; ++r) w = std::max(w, rank_work(r));
+        return w;
+    }
+    /// Smallest memory limit of rank r under which one microbatch at a time fits: its chunks'
+    /// forwards in stage order hold their M_B while the later ones run, then each chunk's I and
+    /// W (I leaves M_W) in reverse.
+    [[nodiscard]] double smallest_limit(std::uint32_t r) const noexcept {
+        double held = 0.0;
+        double most = 0.0;
+        for (std::uint32_t c = 0; c < v; ++c) {
+            const stage_memory& mm = mem[stage(r, c)];
+            most = std::max(most, held + std::max(mm.activation, mm.weight));
+            held += mm.activation;
+        }
+        return most;
     }
 };
 
@@ -131,15 +203,70 @@ inline std::string number_text(double x) {
     return value <= limit + 1e-9 * std::max(1.0, std::fabs(limit));
 }
 
-inline problem make_problem(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory) {
+/// Whether a list of `given` per-stage entries describes p ranks with v chunks each: none
+/// (uniform), one per rank (each chunk takes 1/v of its rank's), one per global stage, or, for
+/// one stage per rank, a multiple of p consecutive stages merged onto each rank.
+[[nodiscard]] inline bool stage_list_fits(std::size_t given, std::uint32_t p, std::uint32_t v) noexcept {
+    return given == 0 || given == p || given == std::size_t{p} * v || (v == 1 && given % p == 0);
+}
+
+/// The entry of global stage `stage` (chunk c of rank r) from a list that stage_list_fits:
+/// scaled by `share` from the rank's entry, taken as it is, or merged by `add`.
+template <class T, class Scale, class Add>
+T stage_entry(const T& uniform, const std::vector<T>& list, std::uint32_t p, std::uint32_t v, std::uint32_t stage,
+              std::uint32_t r, Scale scale, Add add) {
+    const double share = 1.0 / static_cast<double>(v);
+    if (list.empty()) return scale(uniform, share);
+    if (list.size() == p) return scale(list[r], share);
+    if (list.size() == std::size_t{p} * v) return list[stage];
+    const std::size_t w = list.size() / p; // v == 1: stages r*w .. r*w+w-1 on rank r
+    T out = list[std::size_t{r} * w];
+    for (std::size_t k = 1; k < w; ++k) out = add(out, list[std::size_t{r} * w + k]);
+    return out;
+}
+
+/// The problem of p ranks with v chunks each placed as `layout` (v = 2 for v_shape). The costs
+/// and memory lists must fit (stage_list_fits); limits are per rank: a rank's stages share the
+/// smallest limit given on any of them.
+inline problem make_problem(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory,
+                            placement layout = placement::loop, std::uint32_t v = 1) {
     problem pr{};
     pr.p = s.ranks;
     pr.m = s.microbatches;
+    pr.v = v;
+    pr.layout = layout;
     pr.comm = costs.p2p;
-    pr.t.assign(pr.p, costs.uniform);
-    pr.mem.assign(pr.p, memory.uniform);
-    for (std::size_t k = 0; k < pr.p && k < costs.per_stage.size(); ++k) pr.t[k] = costs.per_stage[k];
-    for (std::size_t k = 0; k < pr.p && k < memory.per_stage.size(); ++k) pr.mem[k] = memory.per_stage[k];
+    const std::uint32_t stages = pr.stages();
+    pr.t.resize(stages);
+    pr.mem.resize(stages);
+    pr.owner.resize(stages);
+    pr.at.resize(stages);
+    const auto scale_times = [](const stage_times& x, double k) {
+        return stage_times{x.forward * k, x.backward_input * k, x.backward_weight * k};
+    };
+    const auto add_times = [](const stage_times& a, const stage_times& b) {
+        return stage_times{a.forward + b.forward, a.backward_input + b.backward_input, a.backward_weight + b.backward_weight};
+    };
+    const auto scale_memory = [](const stage_memory& x, double k) { return stage_memory{x.activation * k, x.weight * k, x.limit}; };
+    const auto add_memory = [](const stage_memory& a, const stage_memory& b) {
+        return stage_memory{a.activation + b.activation, a.weight + b.weight, std::min(a.limit, b.limit)};
+    };
+    for (std::uint32_t r = 0; r < pr.p; ++r) {
+        for (std::uint32_t c = 0; c < v; ++c) {
+            const std::uint32_t st = stage_of(layout, pr.p, r, c);
+            pr.at[std::size_t{r} * v + c] = st;
+            pr.owner[st] = r;
+            pr.t[st] = v == 1 && costs.per_stage.size() == pr.p ? costs.per_stage[r]
+                       : stage_entry(costs.uniform, costs.per_stage, pr.p, v, st, r, scale_times, add_times);
+            pr.mem[st] = v == 1 && memory.per_stage.size() == pr.p ? memory.per_stage[r]
+                         : stage_entry(memory.uniform, memory.per_stage, pr.p, v, st, r, scale_memory, add_memory);
+        }
+    }
+    for (std::uint32_t r = 0; r < pr.p; ++r) { // one limit per rank
+        double limit = pr.mem[pr.stage(r, 0)].limit;
+        for (std::uint32_t c = 1; c < v; ++c) limit = std::min(limit, pr.mem[pr.stage(r, c)].limit);
+        for (std::uint32_t c = 0; c < v; ++c) pr.mem[pr.stage(r, c)].limit = limit;
+    }
     return pr;
 }
 
@@ -153,7 +280,7 @@ inline constexpr std::uint64_t max_work = std::uint64_t{1} << 26;
 /// "" if the input is usable, else what is wrong with it.
 inline std::string check_input(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory) {
     if (const shape_check c = check_common(s); !c) return std::string{c.message};
-    if (s.chunks != 1) return "autoschedule places one stage per rank: chunks must be 1";
+    if (s.chunks != 1) return "the shape's chunks must be 1 (autoschedule_options chooses the placement and its chunks)";
     // The search keeps O(pm) arrays and runs the greedy O(pm) times p at most: bound both.
     if (std::uint64_t{s.ranks} * s.microbatches > max_units) {
         return "ranks * microbatches must be at most 1048576 (2^20) for autoschedule";
@@ -162,12 +289,13 @@ inline std::string check_input(const shape& s, const pipeline_costs& costs, cons
         return "ranks^2 * microbatches must be at most 67108864 (2^26) for autoschedule: its search "
                "time grows with it";
     }
-    if (!costs.per_stage.empty() && costs.per_stage.size() != s.ranks) {
-        return "per-stage costs: expected " + std::to_string(s.ranks) + " stages, got " +
+    // One entry per rank, or per global stage of some placement (a multiple of the ranks).
+    if (!costs.per_stage.empty() && costs.per_stage.size() % s.ranks != 0) {
+        return "per-stage costs: expected " + std::to_string(s.ranks) + " stages (or a multiple: one per global stage), got " +
                std::to_string(costs.per_stage.size());
     }
-    if (!memory.per_stage.empty() && memory.per_stage.size() != s.ranks) {
-        return "per-stage memory: expected " + std::to_string(s.ranks) + " stages, got " +
+    if (!memory.per_stage.empty() && memory.per_stage.size() % s.ranks != 0) {
+        return "per-stage memory: expected " + std::to_string(s.ranks) + " stages (or a multiple: one per global stage), got " +
                std::to_string(memory.per_stage.size());
     }
     const auto finite_nonnegative = [](double x) { return std::isfinite(x) && x >= 0.0; };

@@ -19,7 +19,7 @@ namespace pipesched::detail::autosched {
 /// One stage's order as a builder writes it: the letters so far, how many of each, and the
 /// memory they hold (F adds M_B, I releases M_B - M_W, W releases M_W).
 struct stage_order_builder {
-    stage_order_builder(const problem& problem_, std::uint32_t stage_, double cap_, std::vector<kind>& seq_)
+    stage_order_builder(const problem& problem_, std::uint32_t stage_, double cap_, std::vector<task>& seq_)
         : pr{problem_}, s{stage_}, cap{cap_}, seq{seq_} {
         seq.reserve(3 * std::size_t{pr.m});
     }
@@ -36,7 +36,7 @@ struct stage_order_builder {
     const problem& pr;
     std::uint32_t s;
     double cap;
-    std::vector<kind>& seq;
+    std::vector<task>& seq;
     std::uint32_t nf = 0, ni = 0, nw = 0;
     double memory = 0.0;
 };
@@ -81,14 +81,29 @@ order capped_one_f_one_b(const problem& pr, const std::vector<double>& cap, Defe
     return out;
 }
 
-/// The letters of a catalogued single-chunk split policy.
+/// The order of a catalogued policy on its own placement (the problem's): a full B becomes I
+/// then W (the stage before gets its input gradient no later and the work is the same), an
+/// overlapped pair's marker goes (its two actions run one after the other). Empty if the
+/// policy has any other op. Microbatches are taken as they come: an order that runs them out
+/// of order is scored as the search's order of the same letters.
 template <class P>
 order letters_of(const P& pol) {
     order out(pol.shape.ranks);
     for (std::uint32_t r = 0; r < pol.shape.ranks; ++r) {
         for (auto c = pol.cursor(r); !c.done(); c.advance()) {
-            const op k = c.current().kind;
-            out[r].push_back(k == op::forward ? kind::f : k == op::backward_input ? kind::i : kind::w);
+            const event e = c.current();
+            const task f{kind::f, e.chunk}, i{kind::i, e.chunk}, w{kind::w, e.chunk};
+            switch (e.kind) {
+            case op::forward: out[r].push_back(f); break;
+            case op::backward_input: out[r].push_back(i); break;
+            case op::backward_weight: out[r].push_back(w); break;
+            case op::backward:
+                out[r].push_back(i);
+                out[r].push_back(w);
+                break;
+            case op::overlap_f_b: break;
+            default: return {};
+            }
         }
     }
     return out;
