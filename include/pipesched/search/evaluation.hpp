@@ -35,10 +35,12 @@ struct evaluation {
 
 /// An order replayed on the search's clock (clock.hpp) by the one replay engine (replay.hpp): a
 /// rank runs its order until an input is missing and is woken by the rank that produces it.
-/// Buffers are kept between calls: the search evaluates thousands of orders.
-class evaluator {
+/// Buffers are kept between calls: the search evaluates thousands of orders. Chunked = false:
+/// one stage per rank only (basic_clock<false>).
+template <bool Chunked = true>
+class basic_evaluator {
 public:
-    explicit evaluator(const problem& pr) : pr_{pr}, clock_{pr}, pos_(pr.p, 0U) {}
+    explicit basic_evaluator(const problem& pr) : pr_{pr}, clock_{pr}, pos_(pr.p, 0U) {}
 
     evaluation run(const order& o) {
         evaluation out{};
@@ -46,7 +48,7 @@ public:
         clock_.reset();
         std::fill(pos_.begin(), pos_.end(), 0U);
         order_ = &o;
-        replay_engine<evaluator> engine{*this};
+        replay_engine<basic_evaluator> engine{*this};
         if (!engine.run()) return out; // an impossible order (broken) or a deadlock
         const std::uint32_t stages = pr_.stages();
         for (std::uint32_t s = 0; s < stages; ++s) {
@@ -67,37 +69,53 @@ public:
     }
 
     /// The clock after the last run.
-    [[nodiscard]] const clock& timing() const noexcept { return clock_; }
+    [[nodiscard]] const basic_clock<Chunked>& timing() const noexcept { return clock_; }
 
     // The replay engine's model.
     [[nodiscard]] std::uint32_t ranks() const noexcept { return pr_.p; }
     [[nodiscard]] bool done(std::uint32_t r) const noexcept { return pos_[r] == (*order_)[r].size(); }
 
-    /// Runs the next action of rank r: failed for an order that cannot be a schedule (an I
-    /// before its F, a W before its I, more than m of a kind), blocked if its input is missing.
+    /// Runs the actions of rank r until one is blocked (its input is missing) or the rank is
+    /// done; failed for an order that cannot be a schedule (an I before its F, a W before its I,
+    /// more than m of a kind). One loop per turn keeps the rank's position in a register.
     template <class Engine>
-    step_result step(std::uint32_t r, Engine& engine) {
+    step_result run_turn(std::uint32_t r, std::uint32_t /*turn: always until blocked*/, Engine& engine) {
         const std::vector<task>& seq = (*order_)[r];
-        const task a = seq[pos_[r]];
-        const std::uint32_t s = pr_.v == 1 ? r : pr_.stage(r, a.chunk);
-        if (!clock_.allowed(s, a.k)) return step_result::failed;
-        const double ready = clock_.ready(s, a.k);
-        if (ready == clock::missing) return step_result::blocked;
-        clock_.run(s, a.k, ready);
-        if (a.k == kind::f) {
-            if (s + 1 < pr_.stages()) engine.wake(pr_.owner[s + 1]);
-        } else if (a.k == kind::i) {
-            if (s > 0) engine.wake(pr_.owner[s - 1]);
+        const std::size_t n = seq.size();
+        const std::uint32_t stages = clock_.stages();
+        std::size_t pos = pos_[r];
+        step_result out = step_result::ran;
+        while (true) {
+            const task a = seq[pos];
+            std::uint32_t s = r;
+            if constexpr (Chunked) s = pr_.stage(r, a.chunk);
+            const auto done_here = clock_.try_run(s, a.k);
+            if (done_here != basic_clock<Chunked>::outcome::ran) {
+                out = done_here == basic_clock<Chunked>::outcome::failed ? step_result::failed : step_result::blocked;
+                break;
+            }
+            if (a.k == kind::f) {
+                if (s + 1 < stages) engine.wake(clock_.rank_of(s + 1));
+            } else if (a.k == kind::i) {
+                if (s > 0) engine.wake(clock_.rank_of(s - 1));
+            }
+            if (++pos == n) {
+                out = step_result::finished;
+                break;
+            }
         }
-        ++pos_[r];
-        return pos_[r] == seq.size() ? step_result::finished : step_result::ran;
+        pos_[r] = pos;
+        return out;
     }
 
 private:
     const problem& pr_;
-    clock clock_;
+    basic_clock<Chunked> clock_;
     std::vector<std::size_t> pos_;
     const order* order_ = nullptr;
 };
+
+/// The evaluation of any placement.
+using evaluator = basic_evaluator<true>;
 
 } // namespace pipesched::detail::autosched

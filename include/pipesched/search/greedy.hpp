@@ -29,7 +29,7 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
     const std::uint32_t m = pr.m;
     order out(p);
     for (auto& seq : out) seq.reserve(3 * std::size_t{m});
-    clock ck{pr};
+    basic_clock<false> ck{pr}; // one stage per rank
     std::vector<double> bubble(p, 0.0);
     double max_bubble = 0.0;
     const auto nf = [&ck](std::uint32_t s) { return ck.count(s, kind::f); };
@@ -42,7 +42,7 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
     // produced at time 0 (the order is scored by the evaluation, which waits for it).
     const auto arrive = [&](std::uint32_t s, kind k, std::uint32_t i) {
         const double t = ck.arrival(s, k, i);
-        if (t != clock::missing) return t;
+        if (t != basic_clock<false>::missing) return t;
         const bool from_other_stage = (k == kind::f && s > 0) || (k == kind::i && s + 1 < p);
         return from_other_stage ? pr.comm : 0.0;
     };

@@ -22,21 +22,23 @@ namespace pipesched::detail::autosched {
 /// with the most W's pending.
 enum class w_fill : std::uint8_t { lazy, gaps, eager };
 
-inline order list_schedule(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill,
-                           bool deeper_first = true) {
+template <class Clock>
+order list_schedule_on(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill,
+                       bool deeper_first) {
     const std::uint32_t p = pr.p;
     const std::uint32_t v = pr.v;
     const std::uint32_t m = pr.m;
     constexpr double never = std::numeric_limits<double>::infinity();
     order out(p);
-    clock ck{pr};
+    for (auto& seq : out) seq.reserve(3 * std::size_t{v} * m);
+    Clock ck{pr};
     struct proposal {
         double start = never;
         task what{};
     };
     const auto input = [&](std::uint32_t s, kind k) {
         const double t = ck.ready(s, k);
-        return t == clock::missing ? never : t;
+        return t == Clock::missing ? never : t;
     };
     const auto propose = [&](std::uint32_t r) {
         proposal best{};
@@ -110,6 +112,14 @@ inline order list_schedule(const problem& pr, const std::vector<double>& cap, bo
         if (s + 1 < stages) next[pr.owner[s + 1]] = propose(pr.owner[s + 1]);
     }
     return out;
+}
+
+inline order list_schedule(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill,
+                           bool deeper_first = true) {
+    if (pr.v == 1 && pr.layout == placement::loop) {
+        return list_schedule_on<basic_clock<false>>(pr, cap, forward_first, fill, deeper_first);
+    }
+    return list_schedule_on<clock>(pr, cap, forward_first, fill, deeper_first);
 }
 
 } // namespace pipesched::detail::autosched

@@ -15,7 +15,8 @@ namespace pipesched::detail::autosched {
 /// Local search: first-improvement over swaps of adjacent actions of a rank that keep the
 /// order legal (I after its F, W after its I; memory is checked by the evaluation), within a
 /// budget of evaluations.
-inline void improve(const problem& pr, evaluator& ev, order& best, evaluation& best_eval,
+template <class Evaluator>
+void improve(const problem& pr, Evaluator& ev, order& best, evaluation& best_eval,
                     std::uint32_t budget) {
     std::uint32_t used = 0;
     std::vector<std::uint32_t> counts(3 * std::size_t{pr.v}, 0U);

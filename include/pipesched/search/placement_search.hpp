@@ -66,15 +66,19 @@ inline order one_at_a_time(const problem& pr) {
     return out;
 }
 
-/// Local search then, on small shapes, branch and bound from the best order so far.
-inline void refine(const problem& pr, const autoschedule_options& options, evaluator& ev, placement_result& res) {
+/// Local search then, on small shapes, branch and bound from the best order so far. The local
+/// search gets 1/share of the options' budgets (the placements with chunks share theirs, so that
+/// searching every placement costs about what one stage per rank does).
+template <class Evaluator>
+void refine(const problem& pr, const autoschedule_options& options, Evaluator& ev, placement_result& res,
+            std::uint32_t share = 1) {
     order& best = res.best;
     evaluation& best_eval = res.eval;
     // Local search.
     // Each evaluation replays all 3pvm actions: cap the total work so that big shapes stay fast.
     const std::uint64_t per_eval = 3ULL * pr.stages() * pr.m;
     const auto affordable = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(options.local_search_evaluations, options.local_search_work / per_eval));
+        std::min<std::uint64_t>(options.local_search_evaluations, options.local_search_work / per_eval) / share);
     if (affordable > 0) {
         const evaluation before = best_eval;
         improve(pr, ev, best, best_eval, affordable);
@@ -101,7 +105,7 @@ inline void refine(const problem& pr, const autoschedule_options& options, evalu
 /// catalogued orders, per-stage templates, then refine().
 inline placement_result search_one_stage_per_rank(const problem& pr, const autoschedule_options& options) {
     placement_result res{};
-    evaluator ev{pr};
+    basic_evaluator<false> ev{pr};
     order& best = res.best;
     evaluation& best_eval = res.eval;
     bool& have = res.have;
@@ -252,7 +256,7 @@ inline placement_result search_chunks(const problem& pr, const autoschedule_opti
         }
     }
     if (!res.have) consider(one_at_a_time(pr), "one microbatch at a time");
-    refine(pr, options, ev, res);
+    refine(pr, options, ev, res, 4);
     return res;
 }
 

@@ -165,7 +165,8 @@ inline order templated(const problem& pr, const std::vector<double>& cap, const 
 /// the drain is decided), try a few warm-up and deferral changes and the W position, keep what
 /// lowers (span, makespan, sum of ends), until a pass changes nothing or `budget` evaluations
 /// are spent. Deterministic: the budget counts evaluations, not time.
-inline void tune_templates(const problem& pr, evaluator& ev, const std::vector<double>& cap,
+template <class Evaluator>
+void tune_templates(const problem& pr, Evaluator& ev, const std::vector<double>& cap,
                            std::vector<stage_template>& tp, order& best, evaluation& best_eval,
                            std::uint32_t budget) {
     std::uint32_t used = 0;
