@@ -21,7 +21,6 @@
 
 #include "../analysis/simulate.hpp"
 #include "../catalog.hpp"
-#include "../policies/any_schedule.hpp"
 #include "problem.hpp"
 
 namespace pipesched {

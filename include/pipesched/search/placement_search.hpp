@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "../catalog.hpp"
-#include "../policies/any_schedule.hpp"
 #include "../policies/one_f_one_b.hpp"
 #include "../policies/zb_h1.hpp"
 #include "../policies/zb_h2.hpp"
