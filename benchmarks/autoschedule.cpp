@@ -1,9 +1,11 @@
 // How long autoschedule() takes, and what it finds on the Zero Bubble paper's 12 settings.
 //
-//   BM_autoschedule/p<ranks>_m<microbatches>_limit<L>   one full search (all six steps) with
-//       the 28.3B model's profiled times; the targets are p = 8, m = 32 and p = 32,
-//       m = 256 (well under a second).
-//   BM_paper/<model>/m<microbatches>/limit<L>[/paper_memory]   one search per setting of Qi et
+//   BM_autoschedule/<placement>/p<ranks>_m<microbatches>_limit<L>   one full search with the
+//       28.3B model's profiled times, over one placement (loop: one stage per rank) or all
+//       (any: loop, V and interleaved with 2 chunks); the targets: placement any, p = 8, m = 32
+//       under 50 ms and p = 32, m = 256 under 1 s.
+//   BM_paper/<model>/m<microbatches>/limit<L>[/paper_memory]   one search (one stage per rank,
+//       the placement of the heuristic it is compared with) per setting of Qi et
 //       al. (ICLR 2024), Table 3 models with the profiled T_F, T_B (= T_I here), T_W and T_comm
 //       of the paper's appendix, memory limit p (ZB-1p's) or 2p (ZB-2p's) activations. Without
 //       the suffix M_B = M_W = 1 (I releases nothing); with /paper_memory the authors' model
@@ -22,7 +24,7 @@
 #include <tuple>
 #include <utility>
 
-#include <pipesched/analysis/autoschedule.hpp>
+#include <pipesched/search/autoschedule.hpp>
 #include <pipesched/policies/v_half.hpp>
 #include <pipesched/policies/v_min.hpp>
 
@@ -63,13 +65,16 @@ ps::pipeline_costs costs_of(const model& md) {
     return c;
 }
 
-void BM_autoschedule(benchmark::State& state, std::uint32_t p, std::uint32_t m, double limit) {
+void BM_autoschedule(benchmark::State& state, ps::search_placement placement, std::uint32_t p, std::uint32_t m,
+                     double limit) {
     const ps::pipeline_costs costs = costs_of(paper_models[3]);
     ps::pipeline_memory memory{};
     memory.uniform.limit = limit;
+    ps::autoschedule_options options{};
+    options.placement = placement;
     double span = 0.0;
     for (auto _ : state) {
-        const ps::autoschedule_result r = ps::autoschedule({p, m, 1}, costs, memory);
+        const ps::autoschedule_result r = ps::autoschedule({p, m, 1}, costs, memory, options);
         span = r.span;
         benchmark::DoNotOptimize(r.span); // const: the non-const overload's "+m,r" can clobber a double with g++
 
@@ -82,9 +87,11 @@ void BM_paper(benchmark::State& state, const model& md, std::uint32_t m, double 
     ps::pipeline_memory memory{};
     memory.uniform.limit = limit;
     if (paper_memory) memory.uniform.weight = paper_weight_memory(md);
+    ps::autoschedule_options options{};
+    options.placement = ps::search_placement::loop;
     ps::autoschedule_result r{};
     for (auto _ : state) {
-        r = ps::autoschedule({md.ranks, m, 1}, costs, memory);
+        r = ps::autoschedule({md.ranks, m, 1}, costs, memory, options);
         benchmark::DoNotOptimize(std::as_const(r).span);
     }
     if (!r) {
@@ -108,11 +115,15 @@ void BM_v_schedule(benchmark::State& state, std::uint32_t p, std::uint32_t m) {
 }
 
 const bool registered = [] {
-    for (const auto& [p, m, limit] : {std::tuple{8u, 32u, 8.0}, std::tuple{8u, 32u, 4.0}, std::tuple{32u, 256u, 32.0},
-                                      std::tuple{32u, 256u, 20.0}}) {
-        const std::string name = "BM_autoschedule/p" + std::to_string(p) + "_m" + std::to_string(m) + "_limit" +
-                                 std::to_string(static_cast<int>(limit));
-        benchmark::RegisterBenchmark(name.c_str(), BM_autoschedule, p, m, limit)->Unit(benchmark::kMillisecond);
+    for (const ps::search_placement placement : {ps::search_placement::loop, ps::search_placement::any}) {
+        for (const auto& [p, m, limit] : {std::tuple{8u, 32u, 8.0}, std::tuple{8u, 32u, 4.0}, std::tuple{32u, 256u, 32.0},
+                                          std::tuple{32u, 256u, 20.0}}) {
+            const std::string name = "BM_autoschedule/" + std::string{ps::to_string(placement)} + "/p" +
+                                     std::to_string(p) + "_m" + std::to_string(m) + "_limit" +
+                                     std::to_string(static_cast<int>(limit));
+            benchmark::RegisterBenchmark(name.c_str(), BM_autoschedule, placement, p, m, limit)
+                ->Unit(benchmark::kMillisecond);
+        }
     }
     for (const model& md : paper_models) {
         for (const std::uint32_t m : md.microbatches) {

@@ -1,8 +1,8 @@
 // The general memory model of the replay, explicit_schedule, and autoschedule().
 #include <doctest/doctest.h>
 
-#include <pipesched/analysis/autoschedule.hpp>
-#include <pipesched/analysis/named_schedules.hpp>
+#include <pipesched/search/autoschedule.hpp>
+#include <pipesched/search/named_schedules.hpp>
 #include <pipesched/analysis/validate_iteration.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>
@@ -234,9 +234,17 @@ replayed replay_schedule(const P& pol, const ps::shape& s, const ps::pipeline_co
 
 bool near_relative(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); }
 
+/// The search of one stage per rank alone (what the tests below measure against the heuristic,
+/// the bound and exhaustive enumeration).
+ps::autoschedule_options loop_only() {
+    ps::autoschedule_options o{};
+    o.placement = ps::search_placement::loop;
+    return o;
+}
+
 TEST_CASE("autoschedule: exact small cases by hand") {
     SUBCASE("one rank: no bubble") {
-        const auto r = ps::autoschedule({1, 2, 1}, uniform_costs(1, 1, 1, 0), limit_of(infinity));
+        const auto r = ps::autoschedule({1, 2, 1}, uniform_costs(1, 1, 1, 0), limit_of(infinity), loop_only());
         REQUIRE(r);
         CHECK(r.span == 6.0);
         CHECK(r.makespan == 6.0);
@@ -245,7 +253,7 @@ TEST_CASE("autoschedule: exact small cases by hand") {
     }
     SUBCASE("two ranks, one microbatch") {
         // F(0) 0-1, F(1) 1-2, I(1) 2-3, W(1) 3-4, I(0) 3-4, W(0) 4-5: rank 0 spans 0..5.
-        const auto r = ps::autoschedule({2, 1, 1}, uniform_costs(1, 1, 1, 0), limit_of(infinity));
+        const auto r = ps::autoschedule({2, 1, 1}, uniform_costs(1, 1, 1, 0), limit_of(infinity), loop_only());
         REQUIRE(r);
         CHECK(r.span == 5.0);
         CHECK(r.makespan == 5.0);
@@ -255,7 +263,7 @@ TEST_CASE("autoschedule: exact small cases by hand") {
         CHECK(ps::write_csv(r.schedule) == "0F0,0I0,0W0\n1F0,1I0,1W0\n");
     }
     SUBCASE("p2p time on both crossings") {
-        const auto r = ps::autoschedule({2, 1, 1}, uniform_costs(1, 1, 1, 0.5), limit_of(infinity));
+        const auto r = ps::autoschedule({2, 1, 1}, uniform_costs(1, 1, 1, 0.5), limit_of(infinity), loop_only());
         REQUIRE(r);
         CHECK(r.span == 6.0); // 0..1 F, 1.5..2.5 F, 2.5..3.5 I, 4..5 I, 5..6 W on rank 0
         CHECK(r.makespan == 6.0);
@@ -289,19 +297,19 @@ TEST_CASE("autoschedule: the Zero Bubble heuristic's spans, and never worse") {
         INFO("p=" << ref.p << " m=" << ref.m << " limit=" << ref.limit);
         const auto costs = uniform_costs(ref.f, ref.i, ref.w, ref.c);
         const auto mem = limit_of(ref.limit);
-        const auto r = ps::autoschedule({ref.p, ref.m, 1}, costs, mem);
+        const auto r = ps::autoschedule({ref.p, ref.m, 1}, costs, mem, loop_only());
         REQUIRE(r);
         CHECK(r.heuristic_span == doctest::Approx(ref.heuristic_span).epsilon(1e-12));
         CHECK(r.span <= r.heuristic_span + 1e-9);
     }
     // Strictly better where better exists: p = 4, m = 4 with room for two activations. The
     // heuristic needs 27; branch and bound proves 21 optimal.
-    const auto r = ps::autoschedule({4, 4, 1}, uniform_costs(1, 1, 1, 0), limit_of(2));
+    const auto r = ps::autoschedule({4, 4, 1}, uniform_costs(1, 1, 1, 0), limit_of(2), loop_only());
     REQUIRE(r);
     CHECK(r.span == 21.0);
     CHECK(r.proven_optimal);
     CHECK(r.method != "heuristic");
-    const auto again = ps::autoschedule({4, 4, 1}, uniform_costs(1, 1, 1, 0), limit_of(2));
+    const auto again = ps::autoschedule({4, 4, 1}, uniform_costs(1, 1, 1, 0), limit_of(2), loop_only());
     CHECK(ps::write_csv(again.schedule) == ps::write_csv(r.schedule)); // deterministic
 }
 
@@ -333,7 +341,7 @@ TEST_CASE("autoschedule: property grid (valid, within memory, same numbers as th
                     INFO("p=" << p << " m=" << m << " costs=" << cc.name << " limit=" << limit);
                     const ps::shape s{p, m, 1};
                     const auto mem = limit_of(limit);
-                    ps::autoschedule_options fast{};
+                    ps::autoschedule_options fast = loop_only();
                     fast.exact_actions = 24;
                     const auto r = ps::autoschedule(s, cc.costs, mem, fast);
                     REQUIRE(r);
@@ -464,18 +472,18 @@ TEST_CASE("autoschedule: the lower bound, by hand, and where it proves the heuri
     // last F the last I waits 7 (T_F + T_I) + 14 p2p = 264.670 and the 7 other microbatches it
     // holds give 7 (T_I + T_W) = 191.961 of work: idle 72.709. Work 24 x 45.945 = 1102.680.
     const auto costs = uniform_costs(18.522, 18.086, 9.337, 0.601);
-    const auto r = ps::autoschedule({8, 24, 1}, costs, limit_of(8));
+    const auto r = ps::autoschedule({8, 24, 1}, costs, limit_of(8), loop_only());
     REQUIRE(r);
     CHECK(r.lower_bound == doctest::Approx(1102.680 + 135.016 + 72.709).epsilon(1e-12));
     CHECK(r.span == doctest::Approx(r.lower_bound).epsilon(1e-12));
     CHECK(r.heuristic_span == doctest::Approx(r.lower_bound).epsilon(1e-12));
     CHECK(r.proven_optimal);
     // With twice the memory nothing is forced: the bound is the work alone, and is not reached.
-    const auto r2 = ps::autoschedule({8, 24, 1}, costs, limit_of(16));
+    const auto r2 = ps::autoschedule({8, 24, 1}, costs, limit_of(16), loop_only());
     CHECK(r2.lower_bound == doctest::Approx(1102.680).epsilon(1e-12));
     CHECK(!r2.proven_optimal);
     // The last stage alone: F I W of each microbatch, no idle; the bound is exact.
-    const auto one = ps::autoschedule({1, 5, 1}, uniform_costs(2, 1, 1, 0), limit_of(1));
+    const auto one = ps::autoschedule({1, 5, 1}, uniform_costs(2, 1, 1, 0), limit_of(1), loop_only());
     CHECK(one.lower_bound == 20.0);
     CHECK(one.span == 20.0);
     CHECK(one.proven_optimal);
@@ -488,7 +496,7 @@ TEST_CASE("autoschedule: strictly better than the heuristic on a paper setting (
     const double mw = 32.0 * 4096 / (34.0 * 4096 + 5.0 * 32 * 1024);
     const auto costs = uniform_costs(29.718, 29.444, 19.927, 0.527);
     const auto mem = limit_of(16, 1.0, mw);
-    const auto r = ps::autoschedule({8, 24, 1}, costs, mem);
+    const auto r = ps::autoschedule({8, 24, 1}, costs, mem, loop_only());
     REQUIRE(r);
     CHECK(r.span < r.heuristic_span * (1 - 1e-3));
     CHECK(r.method == "per-stage templates (coordinate descent)");
@@ -500,7 +508,7 @@ TEST_CASE("autoschedule: strictly better than the heuristic on a paper setting (
     REQUIRE(x.valid);
     CHECK(near_relative(x.span, r.span));
     for (const double peak : x.peak) CHECK(peak <= 16 + 1e-9);
-    const auto again = ps::autoschedule({8, 24, 1}, costs, mem);
+    const auto again = ps::autoschedule({8, 24, 1}, costs, mem, loop_only());
     CHECK(ps::write_csv(again.schedule) == ps::write_csv(r.schedule)); // deterministic
 }
 
@@ -516,12 +524,12 @@ TEST_CASE("autoschedule: limit 2p with M_B = M_W, the paper's times on p = 4, m 
         CAPTURE(md.f);
         const auto costs = uniform_costs(md.f, md.i, md.w, md.c);
         const auto mem = limit_of(8);
-        ps::autoschedule_options exhaustive{};
+        ps::autoschedule_options exhaustive = loop_only();
         exhaustive.exact_actions = 96;
         exhaustive.exact_nodes = 50'000'000;
         const auto optimum = ps::autoschedule({4, 8, 1}, costs, mem, exhaustive);
         REQUIRE(optimum.proven_optimal);
-        const auto r = ps::autoschedule({4, 8, 1}, costs, mem);
+        const auto r = ps::autoschedule({4, 8, 1}, costs, mem, loop_only());
         REQUIRE(r);
         CHECK(near_relative(r.span, optimum.span));
         CHECK(r.span >= optimum.lower_bound - 1e-9);
@@ -554,7 +562,7 @@ TEST_CASE("autoschedule: optimal on tiny shapes, checked by exhaustive search") 
             for (const double limit : {1.0, 2.0, infinity}) {
                 INFO("p=" << t.p << " m=" << t.m << " costs=" << cc.name << " limit=" << limit);
                 const auto mem = limit_of(limit);
-                const auto r = ps::autoschedule({t.p, t.m, 1}, cc.costs, mem);
+                const auto r = ps::autoschedule({t.p, t.m, 1}, cc.costs, mem, loop_only());
                 REQUIRE(r);
                 CHECK(r.proven_optimal);
                 const double best = brute_force(seqs, t.p, t.m, cc.costs, mem, to_actions);
@@ -582,7 +590,7 @@ TEST_CASE("autoschedule: keeping each op's microbatches in order loses nothing o
             for (const double limit : {1.0, infinity}) {
                 INFO("p=" << p << " costs=" << cc.name << " limit=" << limit);
                 const auto mem = limit_of(limit);
-                const auto r = ps::autoschedule({p, 2, 1}, cc.costs, mem);
+                const auto r = ps::autoschedule({p, 2, 1}, cc.costs, mem, loop_only());
                 REQUIRE(r);
                 CHECK(near_relative(r.span, brute_force(seqs, p, 2, cc.costs, mem, to_actions)));
             }
@@ -592,16 +600,16 @@ TEST_CASE("autoschedule: keeping each op's microbatches in order loses nothing o
 
 TEST_CASE("autoschedule: m < p, m not divisible by p, M_W < M_B") {
     const auto costs = uniform_costs(1, 1, 1, 0);
-    const auto r1 = ps::autoschedule({8, 3, 1}, costs, limit_of(2));
+    const auto r1 = ps::autoschedule({8, 3, 1}, costs, limit_of(2), loop_only());
     REQUIRE(r1);
     CHECK(ps::validate(r1.schedule));
-    const auto r2 = ps::autoschedule({4, 9, 1}, costs, limit_of(3));
+    const auto r2 = ps::autoschedule({4, 9, 1}, costs, limit_of(3), loop_only());
     REQUIRE(r2);
     CHECK(ps::validate(r2.schedule));
     // M_W = 0.25: I keeps only a quarter, so a limit of 4 holds more than 4 microbatches in flight.
-    const auto r3 = ps::autoschedule({4, 16, 1}, uniform_costs(1, 1, 1, 0), limit_of(4, 1.0, 0.25));
+    const auto r3 = ps::autoschedule({4, 16, 1}, uniform_costs(1, 1, 1, 0), limit_of(4, 1.0, 0.25), loop_only());
     REQUIRE(r3);
-    const auto r4 = ps::autoschedule({4, 16, 1}, uniform_costs(1, 1, 1, 0), limit_of(4, 1.0, 1.0));
+    const auto r4 = ps::autoschedule({4, 16, 1}, uniform_costs(1, 1, 1, 0), limit_of(4, 1.0, 1.0), loop_only());
     REQUIRE(r4);
     CHECK(r3.span <= r4.span);
     for (const double q : r3.peak_memory) CHECK(q <= 4.0);
@@ -631,7 +639,7 @@ TEST_CASE("autoschedule: nothing fits, and bad input") {
     CHECK(ps::autoschedule({4, 8, 1}, uniform_costs(1, 1, 1, std::nan("")), limit_of(4)).message ==
           "invalid input: p2p time must be a finite number >= 0");
     CHECK(ps::autoschedule({4, 8, 2}, costs, limit_of(4)).message ==
-          "invalid input: autoschedule places one stage per rank: chunks must be 1");
+          "invalid input: the shape's chunks must be 1 (autoschedule_options chooses the placement and its chunks)");
     CHECK(ps::autoschedule({0, 8, 1}, costs, limit_of(4)).message == "invalid input: ranks must be at least 1");
     CHECK(ps::autoschedule({2048, 1024, 1}, costs, limit_of(4)).message ==
           "invalid input: ranks * microbatches must be at most 1048576 (2^20) for autoschedule");
@@ -646,7 +654,7 @@ TEST_CASE("autoschedule: nothing fits, and bad input") {
     ps::pipeline_costs short_list = costs;
     short_list.per_stage.resize(3);
     CHECK(ps::autoschedule({4, 8, 1}, short_list, limit_of(4)).message ==
-          "invalid input: per-stage costs: expected 4 stages, got 3");
+          "invalid input: per-stage costs: expected 4 stages (or a multiple: one per global stage), got 3");
     ps::pipeline_costs bad_stage = costs;
     bad_stage.per_stage.assign(4, ps::stage_times{});
     bad_stage.per_stage[2].backward_weight = infinity;
@@ -661,10 +669,20 @@ TEST_CASE("autoschedule: the README example") {
     ps::pipeline_memory memory{.uniform = {.activation = 1, .weight = 1, .limit = 8}};
     ps::autoschedule_result r = ps::autoschedule({8, 24, 1}, costs, memory);
     REQUIRE(r);
-    CHECK(r.span == doctest::Approx(1310.405).epsilon(1e-12)); // the heuristic's, see above
-    CHECK(r.bubble_fraction == doctest::Approx(0.1585).epsilon(1e-3));
+    // Over every placement the V wins: shorter than ZB-V (1189.271) under the same costs.
+    CHECK(r.layout == ps::placement::v_shape);
+    CHECK(r.span == doctest::Approx(1187.851).epsilon(1e-6));
+    CHECK(r.bubble_fraction == doctest::Approx(0.0717).epsilon(1e-3));
     CHECK(r.peak_memory == std::vector<double>(8, 8.0));
-    CHECK(ps::write_csv(r.schedule).substr(0, 12) == "0F0,0F1,0F2,");
+    const auto zbv = ps::evaluate_named_schedules({8, 24, 1}, costs, memory)[static_cast<std::size_t>(ps::schedule_id::zbv)];
+    REQUIRE(zbv.fits);
+    CHECK(r.span < zbv.span);
+    CHECK(r.visit([](const auto& s) { return ps::write_csv(s); }).substr(0, 12) == "0F0,0F1,0F2,");
+    // One stage per rank: the heuristic's span, see above.
+    const auto loop = ps::autoschedule({8, 24, 1}, costs, memory, loop_only());
+    CHECK(loop.span == doctest::Approx(1310.405).epsilon(1e-12));
+    CHECK(loop.bubble_fraction == doctest::Approx(0.1585).epsilon(1e-3));
+    CHECK(ps::write_csv(loop.schedule).substr(0, 12) == "0F0,0F1,0F2,");
 }
 
 TEST_CASE("best named schedule that fits") {

@@ -1,7 +1,7 @@
 // V-Min and V-Half (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024).
 #include <doctest/doctest.h>
 
-#include <pipesched/analysis/autoschedule.hpp>
+#include <pipesched/search/autoschedule.hpp>
 #include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/catalog.hpp>
 #include <pipesched/chakra/export.hpp>
@@ -113,7 +113,8 @@ TEST_CASE("explicit schedules (V-Min, an autoschedule result) export to Chakra l
     CHECK(a.ranks.size() == 4);
     const auto r = ps::autoschedule({4, 8, 1}, {}, {});
     REQUIRE(r);
-    const ps::chakra::export_result b = ps::chakra::export_traces(r.schedule, ps::iteration_cost_model{});
+    const ps::chakra::export_result b =
+        r.visit([](const auto& s) { return ps::chakra::export_traces(s, ps::iteration_cost_model{}); });
     INFO(b.error);
     REQUIRE(b);
     CHECK(b.ranks.size() == 4);

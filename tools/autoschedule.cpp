@@ -1,11 +1,12 @@
 // pipesched autoschedule
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include <pipesched/io/json.hpp>
-#include <pipesched/analysis/autoschedule.hpp>
-#include <pipesched/analysis/named_schedules.hpp>
+#include <pipesched/search/autoschedule.hpp>
+#include <pipesched/search/named_schedules.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>
 #include <pipesched/io/terminal_timeline.hpp>
@@ -16,19 +17,25 @@
 namespace pipesched::cli {
 namespace {
 
-constexpr std::array<flag_spec, 7> autoschedule_flags{{
+constexpr std::array<flag_spec, 9> autoschedule_flags{{
     schedule_flags[1],
     schedule_flags[2],
-    {"cost", "F=1,I=1,W=1,p2p=0", "time of F, I and W of one microbatch on every stage, and the p2p time", "F=1,I=1,W=1,p2p=0",
-     false},
+    {"cost", "F=1,I=1,W=1,p2p=0",
+     "time of F, I and W of one microbatch through one rank's layers (split evenly over the rank's chunks), and "
+     "the p2p time",
+     "F=1,I=1,W=1,p2p=0", false},
     {"cost-per-stage", "FILE",
-     "one line per stage (P lines; '#' comments): KEY=VALUE,... with keys F, I, W, MB, MW, limit; missing keys "
-     "take the values of --cost, --activation and --memory-limit",
+     "one line per rank, or per global stage of a placement with chunks ('#' comments): KEY=VALUE,... with keys "
+     "F, I, W, MB, MW, limit; missing keys take the values of --cost, --activation and --memory-limit",
      "", false},
-    {"activation", "F=MB,W=MW", "memory that F allocates (M_B) and that W still needs after I (M_W)", "F=1,W=1",
-     false},
-    {"memory-limit", "L", "memory limit of every stage, in the units of --activation", "", true},
-    {"format", "text|json|csv", "timeline and comparison, JSON, or the order as PyTorch CSV", "text", false},
+    {"activation", "F=MB,W=MW", "memory that F allocates (M_B) and that W still needs after I (M_W), per rank",
+     "F=1,W=1", false},
+    {"memory-limit", "L", "memory limit of every rank, in the units of --activation", "", true},
+    {"placement", "loop|v|interleaved|any",
+     "stages on ranks: one per rank, a V of two chunks, the interleaved loop of --chunks, or the best of all",
+     "any", false},
+    {"chunks", "V", "chunks per rank of the interleaved placement, 2..64", "2", false},
+    {"format", "text|json|csv", "timeline and ranking, JSON, or the order as PyTorch CSV", "text", false},
 }};
 
 /// KEY=VALUE,... with keys from `keys`; calls set(key, value) for each (cli.hpp's rules).
@@ -42,6 +49,7 @@ struct request {
     pipesched::shape dims{};
     pipesched::pipeline_costs costs{};
     pipesched::pipeline_memory memory{};
+    pipesched::autoschedule_options options{};
 };
 
 request read_request(const parsed_args& args) {
@@ -63,6 +71,24 @@ request read_request(const parsed_args& args) {
         });
     }
     req.memory.uniform.limit = read_nonnegative("--memory-limit", args.get("memory-limit").value_or(""));
+    const std::string_view placement = args.get("placement").value_or("any");
+    if (placement == "loop")
+        req.options.placement = pipesched::search_placement::loop;
+    else if (placement == "v")
+        req.options.placement = pipesched::search_placement::v;
+    else if (placement == "interleaved")
+        req.options.placement = pipesched::search_placement::interleaved;
+    else if (placement != "any")
+        fail("--placement must be one of loop, v, interleaved, any, got " + quoted(placement));
+    req.options.chunks = args.count("chunks").value_or(2);
+    if (req.options.chunks < 2 || req.options.chunks > 64)
+        fail("--chunks must be 2..64 (chunks per rank of the interleaved placement), got " +
+             number_text(req.options.chunks));
+    if (args.get("chunks") && req.options.placement != pipesched::search_placement::interleaved &&
+        req.options.placement != pipesched::search_placement::any)
+        fail("--chunks applies to --placement interleaved or any");
+    // Lines per rank, or per global stage of the V (2 per rank) or interleaved (--chunks) placement.
+    const std::uint32_t most_lines = req.dims.ranks * std::max(2U, req.options.chunks);
     if (const auto path = args.get("cost-per-stage")) {
         const std::string text = read_input(*path);
         std::size_t line_no = 0;
@@ -76,9 +102,9 @@ request read_request(const parsed_args& args) {
                 line.remove_suffix(1);
             if (line.empty() || line[0] == '#')
                 continue;
-            if (req.costs.per_stage.size() == req.dims.ranks)
+            if (req.costs.per_stage.size() == most_lines)
                 fail("--cost-per-stage " + quoted(*path) + ": line " + std::to_string(line_no) + ": more than " +
-                     std::to_string(req.dims.ranks) + " stages (one line per rank)");
+                     std::to_string(most_lines) + " stages (one line per rank or per global stage)");
             pipesched::stage_times t = req.costs.uniform;
             pipesched::stage_memory m = req.memory.uniform;
             read_pairs("--cost-per-stage " + quoted(*path) + ": line " + std::to_string(line_no), line,
@@ -93,9 +119,13 @@ request read_request(const parsed_args& args) {
             req.costs.per_stage.push_back(t);
             req.memory.per_stage.push_back(m);
         }
-        if (req.costs.per_stage.size() != req.dims.ranks)
-            fail("--cost-per-stage " + quoted(*path) + ": " + std::to_string(req.costs.per_stage.size()) +
-                 " stages for " + std::to_string(req.dims.ranks) + " ranks (one line per rank)");
+        const std::size_t lines = req.costs.per_stage.size();
+        const std::uint32_t p = req.dims.ranks;
+        if (lines != p && lines != 2 * std::size_t{p} && lines != std::size_t{p} * req.options.chunks)
+            fail("--cost-per-stage " + quoted(*path) + ": " + std::to_string(lines) + " stages for " + std::to_string(p) +
+                 " ranks (one line per rank, or per global stage: " + std::to_string(2 * p) + " for the V" +
+                 (req.options.chunks != 2 ? ", " + std::to_string(p * req.options.chunks) + " for the interleaved placement" : "") +
+                 ")");
     }
     return req;
 }
@@ -110,21 +140,51 @@ void append_numbers(std::string& s, const std::vector<double>& xs) {
     s += ']';
 }
 
-std::string json_report(const pipesched::autoschedule_result& r,
-                        const std::optional<pipesched::named_schedule_result>& named) {
-    std::string s = "{\"ranks\":" + number_text(r.schedule.shape.ranks) +
-                    ",\"microbatches\":" + number_text(r.schedule.shape.microbatches) + ",\"order\":[";
-    for (std::uint32_t rank = 0; rank < r.schedule.shape.ranks; ++rank) {
-        s += rank == 0 ? "[" : ",[";
-        bool first = true;
-        for (const pipesched::event e : pipesched::events(r.schedule, rank)) {
-            s += first ? "\"" : ",\"";
-            first = false;
-            s += pipesched::format_action(pipesched::to_action(r.schedule, e)).view();
-            s += '"';
-        }
-        s += ']';
+/// "v", "interleaved" or "loop": the result's placement as --placement spells it.
+std::string_view placement_name(const pipesched::autoschedule_result& r) {
+    return r.layout == pipesched::placement::v_shape ? "v" : r.chunks > 1 ? "interleaved" : "loop";
+}
+
+/// Every catalogued schedule that fits, shortest first (then makespan, then catalog order):
+/// multi-chunk ones with 2 chunks per rank and, when --chunks differs, with that many.
+std::vector<pipesched::named_schedule_result> named_that_fit(const request& req) {
+    std::vector<pipesched::named_schedule_result> out;
+    for (pipesched::named_schedule_result& n : pipesched::evaluate_named_schedules(req.dims, req.costs, req.memory, 2)) {
+        if (n.fits)
+            out.push_back(std::move(n));
     }
+    if (req.options.chunks != 2) {
+        for (pipesched::named_schedule_result& n :
+             pipesched::evaluate_named_schedules(req.dims, req.costs, req.memory, req.options.chunks)) {
+            if (n.fits && n.chunks == req.options.chunks)
+                out.push_back(std::move(n));
+        }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+        return a.span < b.span || (a.span == b.span && a.makespan < b.makespan);
+    });
+    return out;
+}
+
+std::string json_report(const pipesched::autoschedule_result& r,
+                        const std::vector<pipesched::named_schedule_result>& named) {
+    std::string s = "{\"ranks\":" + number_text(r.visit([](const auto& x) { return x.shape.ranks; })) +
+                    ",\"microbatches\":" + number_text(r.visit([](const auto& x) { return x.shape.microbatches; })) +
+                    ",\"placement\":\"" + std::string{placement_name(r)} + "\",\"chunks\":" + number_text(r.chunks) +
+                    ",\"order\":[";
+    r.visit([&](const auto& sched) {
+        for (std::uint32_t rank = 0; rank < sched.shape.ranks; ++rank) {
+            s += rank == 0 ? "[" : ",[";
+            bool first = true;
+            for (const pipesched::event e : pipesched::events(sched, rank)) {
+                s += first ? "\"" : ",\"";
+                first = false;
+                s += pipesched::format_action(pipesched::to_action(sched, e)).view();
+                s += '"';
+            }
+            s += ']';
+        }
+    });
     s += "],\"span\":";
     pipesched::json::append_number(s, r.span);
     s += ",\"makespan\":";
@@ -143,18 +203,23 @@ std::string json_report(const pipesched::autoschedule_result& r,
         s += "null";
     s += ",\"lower_bound\":";
     pipesched::json::append_number(s, r.lower_bound);
+    s += ",\"gap\":";
+    pipesched::json::append_number(s, r.gap);
+    s += ",\"bound_scope\":";
+    pipesched::json::append_string(s, r.bound_scope);
     s += ",\"best_named\":";
-    if (named) {
+    if (!named.empty()) {
+        const pipesched::named_schedule_result& n = named.front();
         s += "{\"schedule\":";
-        pipesched::json::append_string(s, pipesched::display_name(pipesched::info(named->id)));
-        s += ",\"chunks\":" + number_text(named->chunks) + ",\"span\":";
-        pipesched::json::append_number(s, named->span);
+        pipesched::json::append_string(s, pipesched::display_name(pipesched::info(n.id)));
+        s += ",\"chunks\":" + number_text(n.chunks) + ",\"span\":";
+        pipesched::json::append_number(s, n.span);
         s += ",\"makespan\":";
-        pipesched::json::append_number(s, named->makespan);
+        pipesched::json::append_number(s, n.makespan);
         s += ",\"bubble_fraction\":";
-        pipesched::json::append_number(s, named->bubble_fraction);
+        pipesched::json::append_number(s, n.bubble_fraction);
         s += ",\"peak_memory\":";
-        append_numbers(s, named->peak_memory);
+        append_numbers(s, n.peak_memory);
         s += '}';
     } else {
         s += "null";
@@ -164,15 +229,17 @@ std::string json_report(const pipesched::autoschedule_result& r,
 }
 
 std::string text_report(const request& req, const pipesched::autoschedule_result& r,
-                        const std::optional<pipesched::named_schedule_result>& named) {
-    const std::vector<pipesched::stage_costs> per_stage = pipesched::to_stage_costs(req.dims, req.costs, req.memory);
+                        const std::vector<pipesched::named_schedule_result>& named) {
+    const std::vector<pipesched::stage_costs> per_stage =
+        pipesched::to_stage_costs(req.dims, req.costs, req.memory, r.layout, r.chunks);
     pipesched::cost_model model{};
     model.per_stage = per_stage;
     model.p2p_latency = req.costs.p2p;
     pipesched::chrome_trace_sink records;
-    (void)pipesched::simulate(r.schedule, model, records);
+    r.visit([&](const auto& sched) { (void)pipesched::simulate(sched, model, records); });
+    const std::string where = r.chunks == 1 ? "" : std::string{placement_name(r)} + " placement, " + number_text(r.chunks) + " chunks per rank, ";
     std::string s = "autoschedule p=" + number_text(req.dims.ranks) + " m=" + number_text(req.dims.microbatches) +
-                    " (" + std::string{r.method} + (r.proven_optimal ? ", optimal" : "") + ")\n";
+                    " (" + where + std::string{r.method} + (r.proven_optimal ? ", optimal among the searched placements" : "") + ")\n";
     s += pipesched::render_terminal_timeline(records.records(), {});
     const auto peak = [](const std::vector<double>& xs) {
         return xs.empty() ? 0.0 : *std::max_element(xs.begin(), xs.end());
@@ -180,31 +247,32 @@ std::string text_report(const request& req, const pipesched::autoschedule_result
     std::vector<std::array<std::string, 5>> rows;
     rows.push_back({"schedule", "span", "makespan", "bubble", "peak memory"});
     rows.push_back({"autoschedule", fixed(r.span), fixed(r.makespan), fixed(r.bubble_fraction), fixed(peak(r.peak_memory), 2)});
-    if (r.heuristic_span > 0.0) {
-        double work = 0.0;
-        for (std::uint32_t k = 0; k < req.dims.ranks; ++k) {
-            const pipesched::stage_times& t = k < req.costs.per_stage.size() ? req.costs.per_stage[k] : req.costs.uniform;
-            work = std::max(work, req.dims.microbatches * (t.forward + t.backward_input + t.backward_weight));
-        }
-        rows.push_back({"zero bubble heuristic", fixed(r.heuristic_span), "-", fixed((r.heuristic_span - work) / r.heuristic_span), "-"});
-        if (r.lower_bound > 0.0)
-            rows.push_back({"lower bound (none shorter)", fixed(r.lower_bound), "-", fixed((r.lower_bound - work) / r.lower_bound), "-"});
-    }
-    if (named) {
-        rows.push_back({std::string{pipesched::display_name(pipesched::info(named->id))} + " (best named that fits)",
-                        fixed(named->span), fixed(named->makespan), fixed(named->bubble_fraction),
-                        fixed(peak(named->peak_memory), 2)});
-    } else {
+    const auto bubble_at = [&](double span) {
+        const double work = r.span * (1.0 - r.bubble_fraction);
+        return span > 0.0 ? (span - work) / span : 0.0;
+    };
+    if (r.heuristic_span > 0.0)
+        rows.push_back({"zero bubble heuristic (loop)", fixed(r.heuristic_span), "-", fixed(bubble_at(r.heuristic_span)), "-"});
+    if (r.lower_bound > 0.0)
+        rows.push_back({"lower bound (searched placements)", fixed(r.lower_bound), "-", fixed(bubble_at(r.lower_bound)), "-"});
+    if (named.empty())
         rows.push_back({"(no named schedule fits)", "-", "-", "-", "-"});
+    for (const pipesched::named_schedule_result& n : named) {
+        std::string name{pipesched::display_name(pipesched::info(n.id))};
+        if (n.chunks > 1)
+            name += " (" + number_text(n.chunks) + " chunks)";
+        rows.push_back({name, fixed(n.span), fixed(n.makespan), fixed(n.bubble_fraction), fixed(peak(n.peak_memory), 2)});
     }
     append_columns<5>(s, rows);
+    s += "searched placements: " + r.bound_scope + "; no order of them within the limit is shorter than the lower bound";
+    s += "; gap " + fixed(r.gap) + "\n";
     return s;
 }
 
 int run_autoschedule(const parsed_args& args) {
     const std::string format = format_choice(args, {"text", "json", "csv"});
     const request req = read_request(args);
-    const pipesched::autoschedule_result r = pipesched::autoschedule(req.dims, req.costs, req.memory);
+    const pipesched::autoschedule_result r = pipesched::autoschedule(req.dims, req.costs, req.memory, req.options);
     if (!r) {
         if (r.message.rfind("invalid input: ", 0) == 0)
             fail(r.message.substr(15));
@@ -213,9 +281,9 @@ int run_autoschedule(const parsed_args& args) {
     }
     std::string s;
     if (format == "csv") {
-        s = pipesched::write_csv(r.schedule);
+        s = r.visit([](const auto& sched) { return pipesched::write_csv(sched); });
     } else {
-        const auto named = pipesched::best_named_schedule(req.dims, req.costs, req.memory);
+        const std::vector<pipesched::named_schedule_result> named = named_that_fit(req);
         s = format == "json" ? json_report(r, named) : text_report(req, r, named);
     }
     output_buffer out{stdout};
@@ -227,13 +295,18 @@ int run_autoschedule(const parsed_args& args) {
 
 const command_spec autoschedule_command{
     "autoschedule", "search a zero-bubble schedule for given costs under a memory limit",
-    "Searches an order of F, I and W on every stage (one stage per rank) that minimises the span\n"
-    "under the memory limit: the Zero Bubble heuristic's variants, handcrafted orders, per-stage\n"
-    "templates, local search, and on small shapes an exact branch and bound. text: the timeline and\n"
-    "a comparison with the heuristic, the lower bound and the best named schedule that fits; json:\n"
-    "order (PyTorch actions per rank), span, makespan, bubble_fraction, peak_memory, lower_bound and\n"
-    "the same for the best named schedule; csv: the order as PyTorch CSV. Exit status 1 when no\n"
-    "schedule fits the limit, 2 for bad input.",
+    "Searches an order of F, I and W on every rank that minimises the span under the memory limit, in\n"
+    "the placements --placement names: one stage per rank (loop), a V of two chunks per rank (rank r\n"
+    "holds stages r and 2P-1-r, as ZB-V), the interleaved loop of --chunks chunks, or all (any). --cost\n"
+    "is one microbatch through one rank's layers, split evenly over the rank's chunks (as in simulate);\n"
+    "--activation and --memory-limit are per rank. The search runs the Zero Bubble heuristic's\n"
+    "variants, list scheduling, handcrafted and catalogued orders, per-stage templates, local search,\n"
+    "and on small shapes an exact branch and bound; every named schedule of the searched placements\n"
+    "that fits is replayed under the same costs, and the answer is never longer than the best of them.\n"
+    "text: the timeline and a ranking of every named schedule that fits; json: placement, chunks,\n"
+    "order (PyTorch actions per rank, global stage numbers), span, makespan, bubble_fraction,\n"
+    "peak_memory, lower_bound, gap and bound_scope (the placements the bound and proven_optimal speak\n"
+    "of); csv: the order as PyTorch CSV. Exit status 1 when no schedule fits the limit, 2 for bad input.",
     autoschedule_flags, run_autoschedule};
 
 } // namespace pipesched::cli
