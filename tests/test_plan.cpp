@@ -440,6 +440,20 @@ TEST_CASE("plan: every schedule ranked on the library's replay, the fastest that
         saw_interleaved_4 |= s.name == "Interleaved1F1B" && s.chunks == 4;
     }
     CHECK(saw_interleaved_4); // 4 layers per rank: 2 and 4 chunks are legal
+    // The auto-scheduler searched each placement, and its answer is never slower than a
+    // catalogued schedule of that placement and chunk count that fits.
+    int searched = 0;
+    for (const pl::schedule_report& s : r.schedules) {
+        if (!s.searched || !s.evaluated) continue;
+        ++searched;
+        CHECK(s.fits);
+        for (const pl::schedule_report& named : r.schedules) {
+            if (named.searched || !named.fits || named.layout != s.layout || named.chunks != s.chunks) continue;
+            CAPTURE(named.name);
+            CHECK(s.pipeline_seconds <= named.pipeline_seconds * (1 + 1e-9));
+        }
+    }
+    CHECK(searched == 3); // one stage per rank, V, interleaved with two chunks
     // Shrink the GPU until nothing fits: exit-1 material, with the advice naming the worst rank.
     pl::gpu_spec tiny = g;
     tiny.memory_bytes = r.ranks[0].state_bytes + 8 * pl::gib + 1.0;

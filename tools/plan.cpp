@@ -330,7 +330,7 @@ std::vector<std::string> emit(std::string_view kind, const std::string& path, co
         }
     };
     if (best.searched) {
-        write(r.searched);
+        r.searched[best.search_index].visit(write);
         return files;
     }
     pipesched::schedule_options opt{};

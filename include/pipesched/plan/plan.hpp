@@ -18,10 +18,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "../analysis/autoschedule.hpp"
+#include "../search/autoschedule.hpp"
 #include "../analysis/simulate.hpp"
 #include "../catalog.hpp"
 #include "gpu.hpp"
@@ -55,6 +56,7 @@ struct schedule_report {
     std::string name{};
     schedule_id id{};
     bool searched = false;            ///< the auto-scheduler's result, not a catalogued schedule
+    std::size_t search_index = 0;     ///< which of plan_result::searched, when searched
     std::uint32_t chunks = 1;
     placement layout = placement::loop;
     bool evaluated = false;           ///< false: the schedule rejects this shape (see note)
@@ -76,8 +78,8 @@ struct plan_result {
     std::vector<schedule_report> schedules{}; ///< ranked: fitting ones first, fastest first
     std::optional<std::size_t> recommended{};
     megatron_memory megatron{};
-    /// The auto-scheduler's order, when it was evaluated (schedule_report::searched).
-    explicit_schedule<placement::loop> searched{};
+    /// The auto-scheduler's answers, one per placement searched (schedule_report::search_index).
+    std::vector<autoschedule_result> searched{};
     /// When nothing fits: by how much the closest schedule misses, where, and what would help.
     std::string advice{};
 };
@@ -327,36 +329,57 @@ struct stage_model_costs {
         }
     }
 
-    if (o.autoschedule && base_v == 1) {
+    // The auto-scheduler in each placement the layers allow: one stage per rank, the V (two
+    // chunks), and the interleaved loop with two chunks, each under every rank's memory left
+    // after its states in that placement. Its answer is never longer than a catalogued
+    // schedule of the placement that fits (search/autoschedule.hpp).
+    struct search_choice {
+        search_placement which;
+        std::uint32_t v;
+        placement layout;
+        const char* label;
+    };
+    const search_choice choices[] = {{search_placement::loop, 1, placement::loop, "autoschedule"},
+                                     {search_placement::v, 2, placement::v_shape, "autoschedule V"},
+                                     {search_placement::interleaved, 2, placement::loop, "autoschedule interleaved"}};
+    for (const search_choice& c : o.autoschedule ? std::span<const search_choice>{choices} : std::span<const search_choice>{}) {
+        if (c.v != base_v && !(base_v == 1 && c.v == 2 && t.layout.empty())) continue;
+        if (c.v == 2 && legal_chunk_counts(m, t, 2).empty()) continue;
         schedule_report row;
-        row.name = "autoschedule";
+        row.name = c.label;
         row.searched = true;
-        const detail::stage_model sm = detail::build_stage_model(m, t, g, o, 1, placement::loop);
+        row.chunks = c.v;
+        row.layout = c.layout;
+        const detail::stage_model sm = detail::build_stage_model(m, t, g, o, c.v, c.layout);
         if (!sm.usable) {
             row.note = sm.note;
+            r.schedules.push_back(std::move(row));
+            continue;
+        }
+        pipeline_costs pc;
+        pipeline_memory pm;
+        pc.p2p = sm.p2p;
+        for (std::size_t s = 0; s < sm.costs.size(); ++s) {
+            const std::uint32_t rank = detail::rank_of_stage(s, p, c.layout);
+            pc.per_stage.push_back({sm.costs[s].forward, sm.costs[s].backward_input, sm.costs[s].backward_weight});
+            pm.per_stage.push_back({sm.costs[s].activation_memory, sm.costs[s].weight_memory,
+                                    std::max(r.usable_bytes - sm.state_bytes[rank], 0.0)});
+        }
+        autoschedule_options ao;
+        ao.placement = c.which;
+        ao.chunks = 2;
+        autoschedule_result a = autoschedule({static_cast<std::uint32_t>(p), m_count, 1}, pc, pm, ao);
+        if (!a.fits) {
+            row.note = "no order fits: " + a.message;
         } else {
-            pipeline_costs pc;
-            pipeline_memory pm;
-            pc.p2p = sm.p2p;
-            for (std::uint64_t s = 0; s < p; ++s) {
-                pc.per_stage.push_back({sm.costs[s].forward, sm.costs[s].backward_input, sm.costs[s].backward_weight});
-                const double left = r.usable_bytes - sm.state_bytes[s];
-                pm.per_stage.push_back({sm.costs[s].activation_memory, sm.costs[s].weight_memory,
-                                        std::max(left, 0.0)});
-            }
-            const autoschedule_result a =
-                autoschedule({static_cast<std::uint32_t>(p), m_count, 1}, pc, pm);
-            if (!a.fits) {
-                row.note = "no order fits: " + a.message;
+            const cost_model cm{{}, sm.costs, sm.p2p, false};
+            const simulation sim = a.visit([&](const auto& sched) { return simulate(sched, cm); });
+            if (!sim) {
+                row.note = "the replay failed: " + std::string{describe(sim.check)};
             } else {
-                const cost_model cm{{}, sm.costs, sm.p2p, false};
-                const simulation sim = simulate(a.schedule, cm);
-                if (!sim) {
-                    row.note = "the replay failed: " + std::string{describe(sim.check)};
-                } else {
-                    finish_row(row, sim, sm, stage_contents(m, t, 1));
-                    r.searched = a.schedule;
-                }
+                finish_row(row, sim, sm, stage_contents(m, t, c.v));
+                row.search_index = r.searched.size();
+                r.searched.push_back(std::move(a));
             }
         }
         r.schedules.push_back(std::move(row));
