@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+// The helpers' names are their own (a unity build compiles this file with the other tests).
 namespace {
+namespace placements {
 
 namespace ps = pipesched;
 namespace as = ps::detail::autosched;
@@ -340,4 +342,5 @@ TEST_CASE("autoschedule: the search's clock replays as simulate() does, in every
     }
 }
 
+} // namespace placements
 } // namespace

@@ -232,22 +232,12 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
             if (!searched_here && options.placement != search_placement::any) continue;
             as::with_named_schedule(info, s, costs, memory, v, [&](const auto& pol, const as::problem& pr) {
                 using P = std::remove_cvref_t<decltype(pol)>;
-                cost_model model{};
-                const std::vector<stage_costs> per_stage = as::stage_costs_of(pr);
-                model.per_stage = per_stage;
-                model.p2p_latency = pr.comm;
-                const simulation sim = simulate(pol, model);
-                if (!sim) return;
-                double span = 0.0;
-                std::vector<double> peak;
-                for (std::uint32_t r = 0; r < pr.p; ++r) {
-                    span = std::max(span, sim.ranks[r].last_end - sim.ranks[r].first_start);
-                    peak.push_back(sim.ranks[r].peak_memory);
-                    if (!as::within(sim.ranks[r].peak_memory, pr.limit(r))) return;
-                }
+                named_schedule_result n{};
+                as::replay_named(pol, pr, n);
+                if (!n.fits) return;
                 as::evaluation e{};
-                e.span = span;
-                e.makespan = sim.makespan;
+                e.span = n.span;
+                e.makespan = n.makespan;
                 as::evaluation ours{};
                 ours.span = out.span;
                 ours.makespan = out.makespan;
@@ -259,9 +249,9 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
                 } else {
                     out.schedule = explicit_schedule<placement::loop>::from_policy(pol);
                 }
-                out.span = span;
-                out.makespan = sim.makespan;
-                out.peak_memory = std::move(peak);
+                out.span = n.span;
+                out.makespan = n.makespan;
+                out.peak_memory = std::move(n.peak_memory);
                 out.method = display_name(info);
                 work = pr.max_rank_work();
             });

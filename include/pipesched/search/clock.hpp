@@ -1,6 +1,7 @@
-// pipesched: the search's one timing model. Every method that builds or scores an order (the
-// evaluation, the heuristic, list scheduling, branch and bound) advances the same clock, so
-// a rule of the pipeline is written here once:
+// pipesched: the search's clock. Every method that builds or scores an order (the evaluation,
+// the heuristic, list scheduling, branch and bound) advances the same clock, which takes the
+// rules of the pipeline from the library's timing model (analysis/timing_model.hpp: which
+// stage's result an action needs, when it is usable on another rank, when an action starts):
 //
 //   - F(s, i) needs F(s-1, i), I(s, i) needs I(s+1, i) (the last stage's I its own F(s, i), the
 //     loss turning around), each plus p2p when the two stages sit on different ranks (as
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../analysis/timing_model.hpp"
 #include "problem.hpp"
 
 namespace pipesched::detail::autosched {
@@ -34,11 +36,11 @@ public:
     explicit basic_clock(const problem& pr)
         : pr_{&pr}, m_{pr.m}, stages_{pr.stages()}, comm_{pr.comm}, n_(3 * std::size_t{pr.stages()}, 0U), fend_(std::size_t{pr.stages()} * pr.m, missing),
           iend_(std::size_t{pr.stages()} * pr.m, missing), free_(pr.p, 0.0), first_(pr.p, missing), memory_(pr.p, 0.0),
-          peak_(pr.p, 0.0), hop_f_(pr.stages(), 0.0), hop_i_(pr.stages(), 0.0) {
+          peak_(pr.p, 0.0), same_f_(pr.stages(), 0), same_i_(pr.stages(), 0) {
         const std::uint32_t stages = pr.stages();
         for (std::uint32_t s = 0; s < stages; ++s) {
-            if (s > 0 && pr.owner[s - 1] != pr.owner[s]) hop_f_[s] = pr.comm;
-            if (s + 1 < stages && pr.owner[s + 1] != pr.owner[s]) hop_i_[s] = pr.comm;
+            if (s > 0 && pr.owner[s - 1] == pr.owner[s]) same_f_[s] = 1;
+            if (s + 1 < stages && pr.owner[s + 1] == pr.owner[s]) same_i_[s] = 1;
         }
     }
 
@@ -89,7 +91,7 @@ public:
     /// Runs the next (s, k) on its rank from max(free, ready); returns its end.
     [[gnu::always_inline]] double run(std::uint32_t s, kind k, double ready_at) noexcept {
         const std::uint32_t r = rank_of(s);
-        const double start = std::max(ready_at, free_[r]);
+        const double start = start_time(ready_at, free_[r]);
         const double end = start + pr_->cost(s, k);
         if (first_[r] == missing) first_[r] = start;
         free_[r] = end;
@@ -136,34 +138,35 @@ public:
 
 private:
     [[nodiscard]] std::size_t idx(std::uint32_t s, std::uint32_t i) const noexcept { return std::size_t{s} * m_ + i; }
-    // The input rules, once: F(s, i) needs F(s-1, i), I(s, i) needs I(s+1, i), each plus p2p
-    // across ranks; the first stage's F needs nothing.
+    // An action's input, by the timing model's rules (analysis/timing_model.hpp): F(s, i) needs
+    // the activation of F(upstream, i), I(s, i) the gradient of I(upstream, i), each usable
+    // after p2p when the producer sits on another rank; the first stage has no activation to
+    // wait for and the loss stage no gradient (its I follows its own F, which allowed() requires
+    // to have run before it on the same rank).
     [[gnu::always_inline]] [[nodiscard]] double forward_input(std::uint32_t s, std::uint32_t i) const noexcept {
-        if (s == 0) return 0.0;
-        const double t = fend_[idx(s - 1, i)];
-        return t == missing ? missing : t + hop_f(s);
+        if (!has_sender(tensor::activation, s, stages_)) return 0.0;
+        const double t = fend_[idx(upstream_of(tensor::activation, s), i)];
+        return t == missing ? missing : input_ready(t, same_rank_f(s), comm_);
     }
     [[gnu::always_inline]] [[nodiscard]] double backward_input(std::uint32_t s, std::uint32_t i) const noexcept {
-        // The loss turns around: the last stage's I needs its own F, which allowed() requires
-        // to have run before it on the same rank.
-        if (s + 1 == stages_) return 0.0;
-        const double t = iend_[idx(s + 1, i)];
-        return t == missing ? missing : t + hop_i(s);
+        if (!has_sender(tensor::gradient, s, stages_)) return 0.0;
+        const double t = iend_[idx(upstream_of(tensor::gradient, s), i)];
+        return t == missing ? missing : input_ready(t, same_rank_i(s), comm_);
     }
 
-    /// p2p into F(s) and into I(s): only between stages on different ranks.
-    [[nodiscard]] double hop_f(std::uint32_t s) const noexcept {
+    /// Whether F(s)'s producer, and I(s)'s, run on s's own rank (never, one stage per rank).
+    [[nodiscard]] bool same_rank_f(std::uint32_t s) const noexcept {
         if constexpr (Chunked) {
-            return hop_f_[s];
+            return same_f_[s] != 0;
         } else {
-            return comm_;
+            return false;
         }
     }
-    [[nodiscard]] double hop_i(std::uint32_t s) const noexcept {
+    [[nodiscard]] bool same_rank_i(std::uint32_t s) const noexcept {
         if constexpr (Chunked) {
-            return hop_i_[s];
+            return same_i_[s] != 0;
         } else {
-            return comm_;
+            return false;
         }
     }
 
@@ -174,7 +177,7 @@ private:
     std::vector<std::uint32_t> n_;   ///< per stage: F, I, W run
     std::vector<double> fend_, iend_; ///< per stage and microbatch
     std::vector<double> free_, first_, memory_, peak_; ///< per rank
-    std::vector<double> hop_f_, hop_i_; ///< per stage: p2p into its F, into its I
+    std::vector<std::uint8_t> same_f_, same_i_; ///< per stage: its F's, its I's producer on its rank
 };
 
 /// The clock of any placement.

@@ -83,6 +83,29 @@ bool with_named_schedule(const schedule_info& info, const shape& s, const pipeli
     return ran;
 }
 
+/// r's numbers for a catalogued policy replayed by simulate() on the problem of its placement:
+/// accepted when the replay succeeds, fits when every rank's peak is within its limit.
+template <class P>
+void replay_named(const P& pol, const problem& pr, named_schedule_result& r) {
+    cost_model model{};
+    const std::vector<stage_costs> per_stage = stage_costs_of(pr);
+    model.per_stage = per_stage;
+    model.p2p_latency = pr.comm;
+    const simulation sim = simulate(pol, model);
+    if (!sim) return;
+    r.accepted = true;
+    r.fits = true;
+    r.makespan = sim.makespan;
+    for (std::uint32_t rank = 0; rank < pr.p; ++rank) {
+        const rank_summary& rs = sim.ranks[rank];
+        r.span = std::max(r.span, rs.last_end - rs.first_start);
+        r.peak_memory.push_back(rs.peak_memory);
+        if (!within(rs.peak_memory, pr.limit(rank))) r.fits = false;
+    }
+    const double work = pr.max_rank_work();
+    r.bubble_fraction = r.span > 0.0 ? (r.span - work) / r.span : 0.0;
+}
+
 } // namespace detail::autosched
 
 /// Every catalogued schedule, in catalog order; multi-chunk schedules with a loop placement
@@ -99,25 +122,8 @@ inline std::vector<named_schedule_result> evaluate_named_schedules(const shape& 
         r.id = info.id;
         r.chunks = as::named_chunks(info, chunks);
         r.layout = info.layout;
-        as::with_named_schedule(info, s, costs, memory, chunks, [&](const auto& pol, const as::problem& pr) {
-            cost_model model{};
-            const std::vector<stage_costs> per_stage = as::stage_costs_of(pr);
-            model.per_stage = per_stage;
-            model.p2p_latency = pr.comm;
-            const simulation sim = simulate(pol, model);
-            if (!sim) return;
-            r.accepted = true;
-            r.fits = true;
-            r.makespan = sim.makespan;
-            for (std::uint32_t rank = 0; rank < pr.p; ++rank) {
-                const rank_summary& rs = sim.ranks[rank];
-                r.span = std::max(r.span, rs.last_end - rs.first_start);
-                r.peak_memory.push_back(rs.peak_memory);
-                if (!as::within(rs.peak_memory, pr.limit(rank))) r.fits = false;
-            }
-            const double work = pr.max_rank_work();
-            r.bubble_fraction = r.span > 0.0 ? (r.span - work) / r.span : 0.0;
-        });
+        as::with_named_schedule(info, s, costs, memory, chunks,
+                                [&](const auto& pol, const as::problem& pr) { as::replay_named(pol, pr, r); });
         out.push_back(std::move(r));
     }
     return out;
