@@ -201,7 +201,7 @@ std::vector<std::string> workload_warnings(std::string_view text, const pipesche
 
 std::string simai_report_text(std::string_view source, const pipesched::simai::workload& w,
                               const pipesched::simai::analytical_comparison& a, std::span<const std::string> warnings,
-                              bool megatron_order) {
+                              bool megatron_order, bool one_chunk) {
     const pipesched::simai::comparison& c = a.timeline;
     using pipesched::simai::meaning;
     const auto& st = c.layout;
@@ -295,7 +295,7 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
          (c.pp > 1          ? ", rank 0 of " + number_text(c.pp)
           : megatron_order ? std::string{", one rank: Megatron's gradient accumulation"}
                            : std::string{", one rank"}) +
-         ")\n";
+         (one_chunk ? ", one chunk per rank" : "") + ")\n";
     if (c.pp > 1)
         s += "Note: pp = " + number_text(c.pp) + ": the file describes one stage; SimAI's pass is replayed for it "
              "alone, the corrected order runs " + c.corrected.name + " over " + number_text(c.pp) + " ranks.\n";
@@ -515,7 +515,9 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
         }
         s += "]}\n";
     } else {
-        s = simai_report_text(source, w, a, warnings, same_order_as_megatron(policy, c.ga));
+        // A multi-chunk schedule runs one chunk per rank here (the file's stages): said so.
+        s = simai_report_text(source, w, a, warnings, same_order_as_megatron(policy, c.ga),
+                              pipesched::info(policy).multi_chunk);
     }
     return s;
 }
