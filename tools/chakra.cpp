@@ -132,7 +132,7 @@ constexpr std::uint64_t chakra_bytes_per_unit = 9 * 1024;
 /// The nodes of one rank's trace, as text: one line per node with its id, type, name,
 /// dependencies, peer or group, bytes and duration.
 void append_nodes_text(std::string& s, const std::string& file, const pipesched::chakra::trace& t) {
-    s += file + ": " + number_text(t.nodes.size()) + " nodes (Chakra " + printable(t.version) + ")\n";
+    s += printable(file) + ": " + number_text(t.nodes.size()) + " nodes (Chakra " + printable(t.version) + ")\n";
     std::vector<std::array<std::string, 7>> rows;
     rows.push_back({"  id", "type", "name", "depends on", "peer or group", "bytes", "duration us"});
     const auto list = [](const std::vector<std::uint64_t>& ids) {
