@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include <pipesched/io/chakra.hpp>
+#include <pipesched/chakra/trace.hpp>
 
 namespace pipesched::cli {
 

@@ -3,8 +3,8 @@
 
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/analysis/validate.hpp>
-#include <pipesched/io/chakra.hpp>
-#include <pipesched/io/chakra_astra.hpp>
+#include <pipesched/chakra/trace.hpp>
+#include <pipesched/chakra/astra.hpp>
 #include <pipesched/io/csv.hpp>
 
 #include "chakra_files.hpp"
@@ -23,7 +23,7 @@ constexpr std::array<flag_spec, 3> check_flags{{
 }};
 
 /// The Chakra traces PREFIX.0.et, PREFIX.1.et, ... as ASTRA-sim reads them, checked with
-/// chakra::check_traces (io/chakra_astra.hpp).
+/// chakra::check_traces (chakra/astra.hpp).
 int check_chakra(std::string_view prefix) {
     const std::size_t count = chakra_rank_files(prefix);
     std::vector<pipesched::chakra::trace> ranks;
