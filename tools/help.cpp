@@ -25,6 +25,8 @@ std::vector<std::string> usage_tokens(const command_spec& cmd) {
             t += ']';
         tokens.push_back(std::move(t));
     }
+    if (!cmd.trailing.empty())
+        tokens.push_back("[-- " + std::string{cmd.trailing} + "]");
     return tokens;
 }
 
@@ -113,8 +115,8 @@ void append_schedules(std::string& s) {
 constexpr std::string_view exit_status_text =
     "Exit status:\n"
     "  0  success (check: the schedule is valid)\n"
-    "  1  check: the schedule is invalid (the reason is printed on stdout); autoschedule: no\n"
-    "     schedule fits the memory limit (the reason is one line on stderr)\n"
+    "  1  check: the schedule is invalid (the reason is printed on stdout); autoschedule, plan: no\n"
+    "     schedule fits the memory (autoschedule: the reason on stderr; plan: in its report)\n"
     "  2  usage error (unknown command or flag, missing or malformed value, unknown schedule),\n"
     "     a shape the schedule rejects, an unreadable, malformed or too large input file, or an\n"
     "     output that could not be written; the reason is one line on stderr starting 'pipesched: '\n"
