@@ -31,6 +31,14 @@ PIPESCHED_VERIFY(ps::detail::placements_match_chunks(ps::schedules));
 PIPESCHED_VERIFY(ps::detail::backward_flags_match(ps::detail::catalog{}));
 PIPESCHED_VERIFY(ps::info(ps::schedule_id::zbv).layout == ps::placement::v_shape);
 PIPESCHED_VERIFY(ps::info(ps::schedule_id::interleaved_1f1b).chunks == ps::chunk_rule::any);
+// A name that means several chunks runs 2 when the caller does not say, as the V schedules do;
+// the single-chunk ones run 1.
+PIPESCHED_VERIFY(ps::default_chunks(ps::info(ps::schedule_id::interleaved_1f1b).chunks) == 2);
+PIPESCHED_VERIFY(ps::default_chunks(ps::info(ps::schedule_id::interleaved_zero_bubble).chunks) == 2);
+PIPESCHED_VERIFY(ps::default_chunks(ps::info(ps::schedule_id::looped_bfs).chunks) == 2);
+PIPESCHED_VERIFY(ps::default_chunks(ps::info(ps::schedule_id::zbv).chunks) == 2);
+PIPESCHED_VERIFY(ps::default_chunks(ps::info(ps::schedule_id::one_f_one_b).chunks) == 1);
+PIPESCHED_VERIFY(ps::default_chunks(ps::info(ps::schedule_id::zb_h2).chunks) == 1);
 PIPESCHED_VERIFY(ps::find_schedule("zb-v") == ps::schedule_id::zbv);
 PIPESCHED_VERIFY(ps::find_schedule("DualPipeV") == ps::schedule_id::dualpipe_v);
 PIPESCHED_VERIFY(ps::find_schedule("ZBVMin") == ps::schedule_id::v_min);
@@ -63,6 +71,7 @@ TEST_CASE("catalog: traits agree with the policies they describe") {
     for (const ps::schedule_info& s : ps::schedules) {
         INFO(s.name);
         const std::uint32_t v = ps::default_chunks(s.chunks);
+        CHECK(v == (s.multi_chunk ? 2u : 1u)); // every multi-chunk schedule defaults to 2
         const ps::schedule_options opts{{4, 8, v}, 0, ps::backward_kind::full};
         ps::with_schedule(s.id, opts, [&](const auto& pol) {
             using P = std::remove_cvref_t<decltype(pol)>;

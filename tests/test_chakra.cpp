@@ -379,6 +379,11 @@ TEST_CASE("chakra check: what would make ASTRA-sim abort or hang is named") {
           "rank 0, node 1 (0SEND_F0): a send must have comm_src = its rank");
     CHECK(message([](auto& t) { t[1].nodes.clear(); }) ==
           "rank 1: no nodes (ASTRA-sim needs a dependency-free node)");
+    // Rank 0 alone: its send names a rank that is not there (the tool names the missing file
+    // before asking; tests/cli check_chakra_one_rank_missing).
+    CHECK(message([](auto& t) { t.pop_back(); }) == "rank 0, node 1 (0SEND_F0): peer rank 1 is not another of the 1 ranks");
+    CHECK(message([](auto& t) { t[0].nodes[1].attrs[1].unsigned_value = 0; }) ==
+          "rank 0, node 1 (0SEND_F0): peer rank 0 is not another of the 2 ranks");
 }
 
 TEST_CASE("chakra predict: 1F1B p=2 m=2 by hand") {

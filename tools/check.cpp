@@ -7,6 +7,7 @@
 #include <pipesched/chakra/astra.hpp>
 #include <pipesched/io/csv.hpp>
 
+#include "chakra_files.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
 
@@ -21,34 +22,22 @@ constexpr std::array<flag_spec, 3> check_flags{{
     {"stages", "S", "stages the schedule must cover (default: one past the largest seen)", "", false},
 }};
 
-/// FILE named PREFIX.<rank>.et: the whole set PREFIX.0.et, PREFIX.1.et, ... as ASTRA-sim reads
-/// it, checked with chakra::check_traces (chakra/astra.hpp).
-int check_chakra(std::string_view path) {
-    const std::string_view stem = path.substr(0, path.size() - 3);
-    const std::size_t dot = stem.rfind('.');
-    const std::string_view rank = dot == std::string_view::npos ? std::string_view{} : stem.substr(dot + 1);
-    if (rank.empty() || rank.find_first_not_of("0123456789") != std::string_view::npos)
-        fail(pipesched::cli::quoted(path) + ": a Chakra trace must be named PREFIX.<rank>.et, as ASTRA-sim reads them");
-    const std::string prefix{stem.substr(0, dot)};
+/// The Chakra traces PREFIX.0.et, PREFIX.1.et, ... as ASTRA-sim reads them, checked with
+/// chakra::check_traces (chakra/astra.hpp).
+int check_chakra(std::string_view prefix) {
+    const std::size_t count = chakra_rank_files(prefix);
     std::vector<pipesched::chakra::trace> ranks;
     std::size_t nodes = 0;
-    for (std::size_t r = 0; r <= 0xFFFF; ++r) {
-        const std::string file = prefix + "." + number_text(r) + ".et";
-        if (!std::filesystem::exists(file)) {
-            if (r == 0)
-                fail(pipesched::cli::quoted(file) + " does not exist: ASTRA-sim needs every rank from 0");
-            break;
-        }
-        const pipesched::chakra::read_result t = pipesched::chakra::read_trace(read_input(file));
-        if (!t)
-            fail(file + ": " + t.error.what());
-        nodes += t.value.nodes.size();
-        ranks.push_back(t.value);
+    for (std::size_t r = 0; r < count; ++r) {
+        ranks.push_back(read_chakra_file(chakra_file(prefix, r)));
+        nodes += ranks.back().nodes.size();
     }
+    for (std::size_t r = 0; r < count; ++r)
+        require_peer_files(prefix, r, ranks[r], count);
     const pipesched::chakra::trace_check c = pipesched::chakra::check_traces(ranks);
     output_buffer out{stdout};
     if (c) {
-        out.append("valid: " + number_text(ranks.size()) + " Chakra traces " + prefix + ".{0.." +
+        out.append("valid: " + number_text(ranks.size()) + " Chakra traces " + std::string{prefix} + ".{0.." +
                    number_text(ranks.size() - 1) + "}.et, " + number_text(nodes) +
                    " nodes, every receive matched by one send\n");
         return finish_output(out);
@@ -56,6 +45,23 @@ int check_chakra(std::string_view path) {
     out.append("invalid: " + c.message + "\n");
     const int status = finish_output(out);
     return status == exit_ok ? exit_invalid : status;
+}
+
+/// The PREFIX of a FILE named PREFIX.<rank>.et, or of a FILE that does not exist while
+/// FILE.0.et does (the prefix itself, as ASTRA-sim's --workload-configuration takes it).
+std::optional<std::string> chakra_prefix(std::string_view path) {
+    if (path.size() > 3 && path.substr(path.size() - 3) == ".et") {
+        const std::string_view stem = path.substr(0, path.size() - 3);
+        const std::size_t dot = stem.rfind('.');
+        const std::string_view rank = dot == std::string_view::npos ? std::string_view{} : stem.substr(dot + 1);
+        if (rank.empty() || rank.find_first_not_of("0123456789") != std::string_view::npos)
+            fail(pipesched::cli::quoted(path) + ": a Chakra trace must be named PREFIX.<rank>.et, as ASTRA-sim reads them");
+        return std::string{stem.substr(0, dot)};
+    }
+    if (path != "-" && !path.empty() && !std::filesystem::exists(std::string{path}) &&
+        std::filesystem::exists(chakra_file(path, 0)))
+        return std::string{path};
+    return std::nullopt;
 }
 
 /// The `invalid: ...` text of a verdict on a file's compute actions. The library's wording,
@@ -134,11 +140,47 @@ loaded_csv load_csv(std::string_view path) {
     return in;
 }
 
+std::string chakra_file(std::string_view prefix, std::size_t rank) {
+    return std::string{prefix} + "." + number_text(rank) + ".et";
+}
+
+std::size_t chakra_rank_files(std::string_view prefix) {
+    std::size_t count = 0;
+    while (count <= pipesched::max_ranks && std::filesystem::exists(chakra_file(prefix, count)))
+        ++count;
+    if (count == 0)
+        fail(pipesched::cli::quoted(chakra_file(prefix, 0)) + " does not exist: ASTRA-sim needs every rank from 0");
+    return count;
+}
+
+pipesched::chakra::trace read_chakra_file(const std::string& file) {
+    pipesched::chakra::read_result t = pipesched::chakra::read_trace(read_input(file));
+    if (!t)
+        fail(file_label(file) + ": " + t.error.what());
+    return std::move(t.value);
+}
+
+void require_peer_files(std::string_view prefix, std::size_t rank, const pipesched::chakra::trace& t,
+                        std::size_t ranks) {
+    for (const pipesched::chakra::node& n : t.nodes) {
+        const bool send = n.type == pipesched::chakra::node_type::comm_send;
+        if (!send && n.type != pipesched::chakra::node_type::comm_recv)
+            continue;
+        const std::optional<std::uint64_t> peer = n.unsigned_attr(send ? "comm_dst" : "comm_src");
+        if (peer && *peer >= ranks && *peer <= pipesched::max_ranks) {
+            fail(pipesched::cli::quoted(chakra_file(prefix, ranks)) + " is missing: rank " + number_text(rank) +
+                 ", node " + number_text(n.id) + " (" + printable(n.name) + ") " +
+                 (send ? "sends to rank " : "receives from rank ") + number_text(*peer) + ", but the traces stop at " +
+                 chakra_file(prefix, ranks - 1) + " (ASTRA-sim reads every PREFIX.<rank>.et from 0)");
+        }
+    }
+}
+
 namespace {
 
 int run_check(const parsed_args& args) {
-    if (const std::string_view path = args.positional(); path.size() > 3 && path.substr(path.size() - 3) == ".et")
-        return check_chakra(path);
+    if (const std::optional<std::string> prefix = chakra_prefix(args.positional()))
+        return check_chakra(*prefix);
     // Flags first: a mistake in them is reported before the file is read.
     const std::uint32_t m = args.count("microbatches").value_or(0);
     const std::optional<std::uint32_t> ranks = args.count("ranks");
@@ -194,7 +236,7 @@ int run_check(const parsed_args& args) {
     std::string s = "valid: " + number_text(guess.ranks) + " ranks, " + number_text(stage_count) + " stages, " +
                     number_text(mb_count) + " microbatches, " + number_text(in.actions) +
                     " compute actions, placement " + std::string{pipesched::to_string(guess.layout)} + "\n";
-    s += "peak activations per rank:";
+    s += "peak activations per rank (chunk activations):";
     for (const pipesched::rank_summary& r : sim.ranks)
         s += " " + number_text(r.peak_activations);
     s += '\n';
@@ -213,9 +255,11 @@ const command_spec check_command{"check", "validate a schedule read from PyTorch
      "each rank (exit 0), or 'invalid: <reason>' naming the rank, position and action (exit 1).\n"
      "An unreadable or malformed file, or one beyond the limits (64 MiB, 65535 ranks), is exit 2\n"
      "with its line and column.\n"
-     "A FILE named PREFIX.<rank>.et is read as Chakra execution traces instead: every\n"
-     "PREFIX.<r>.et from r = 0 is read and checked for what ASTRA-sim needs (unique node ids,\n"
-     "existing and acyclic dependencies, typed attributes, each receive matched by one send).",
+     "A FILE named PREFIX.<rank>.et, or a PREFIX (as ASTRA-sim's --workload-configuration takes it)\n"
+     "for which PREFIX.0.et exists, is read as Chakra execution traces instead: every PREFIX.<r>.et\n"
+     "from r = 0 is read and checked for what ASTRA-sim needs (unique node ids, existing and\n"
+     "acyclic dependencies, typed attributes, each receive matched by one send); a rank file that\n"
+     "a node sends to or receives from but that does not exist is named as missing (exit 2).",
      check_flags, run_check, "FILE"};
 
 } // namespace pipesched::cli

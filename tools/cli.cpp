@@ -247,7 +247,7 @@ schedule_request read_schedule(const parsed_args& args) {
     req.id = *id;
     req.options.shape.ranks = args.count("ranks").value_or(1);
     req.options.shape.microbatches = args.count("microbatches").value_or(1);
-    // --chunks defaults to what the schedule needs: 2 for the V schedules, else 1.
+    // --chunks defaults to 2 for every multi-chunk schedule (interleaved, looped, V), else 1.
     req.options.shape.chunks = args.count("chunks").value_or(required_chunks(req.id));
     if (const auto g = args.count("group-size")) {
         if (req.id != pipesched::schedule_id::interleaved_1f1b) {
@@ -335,23 +335,58 @@ std::string read_input(std::string_view path) {
     return text;
 }
 
-double read_nonnegative(std::string_view what, std::string_view value) {
+decimal read_decimal(std::string_view text) {
+    decimal d{};
     double x = 0.0;
-    const char* const last = value.data() + value.size();
-    auto [end, ec] = std::from_chars(value.data(), last, x);
-    if (ec == std::errc::result_out_of_range && end == last) {
-        // Out of range: strtod tells an overflow (HUGE_VAL) from an underflow, which is
-        // accepted as the nearest double (0 or a denormal), as any rounding would be.
-        const std::string copy{value};
+    const char* const last = text.data() + text.size();
+    const auto [end, ec] = std::from_chars(text.data(), last, x);
+    if (text.empty() || end != last || (ec != std::errc{} && ec != std::errc::result_out_of_range))
+        return d;
+    if (ec == std::errc::result_out_of_range) {
+        // strtod tells an overflow (HUGE_VAL) from an underflow (0 or a denormal).
+        const std::string copy{text};
         x = std::strtod(copy.c_str(), nullptr);
-        if (std::isinf(x))
-            fail(std::string{what} + " value " + quoted(value) +
-                 " is too large (the largest finite number is 1.7976931348623157e308)");
-        ec = std::errc{};
+        if (std::isinf(x)) {
+            d.state = decimal::status::overflow;
+            return d;
+        }
+        if (x == 0.0) {
+            d.state = decimal::status::underflow;
+            return d; // value 0
+        }
     }
-    if (ec != std::errc{} || end != last || value.empty() || value[0] == '-' || !(x >= 0.0) || !std::isfinite(x))
+    if (!std::isfinite(x))
+        return d; // "inf", "nan"
+    d.value = x == 0.0 ? 0.0 : x; // -0 is 0
+    d.state = decimal::status::ok;
+    return d;
+}
+
+std::string decimal_problem(const decimal& d) {
+    switch (d.state) {
+    case decimal::status::ok: return {};
+    case decimal::status::underflow:
+        return "underflows to 0 (the smallest positive number is 4.9406564584124654e-324)";
+    case decimal::status::overflow: return "is too large (the largest finite number is 1.7976931348623157e308)";
+    case decimal::status::invalid: return "is not a number";
+    }
+    return "is not a number";
+}
+
+void warn(std::string_view message) {
+    const std::string line = "pipesched: warning: " + printable(message) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+double read_nonnegative(std::string_view what, std::string_view value) {
+    const decimal d = read_decimal(value);
+    if (d.state == decimal::status::overflow)
+        fail(std::string{what} + " value " + quoted(value) + " " + decimal_problem(d));
+    if (d.state == decimal::status::invalid || d.value < 0.0)
         fail(std::string{what} + " needs a finite number >= 0, got " + quoted(value));
-    return x;
+    if (d.state == decimal::status::underflow)
+        warn(std::string{what} + " value " + quoted(value) + " " + decimal_problem(d) + "; read as 0");
+    return d.value;
 }
 
 void read_key_values(std::string_view where, std::string_view text, std::span<const std::string_view> keys,

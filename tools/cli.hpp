@@ -38,7 +38,7 @@ inline constexpr std::string_view program_version = pipesched::version_string; /
 
 // Exit statuses (documented in `pipesched --help` and the README).
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_invalid = 1;  ///< `check` only: the schedule is invalid
+inline constexpr int exit_invalid = 1;  ///< `check`: the schedule is invalid; `autoschedule`: nothing fits
 inline constexpr int exit_usage = 2;    ///< usage or input error, or the output could not be written
 inline constexpr int exit_output_failed = exit_usage;
 inline constexpr int exit_internal = 3; ///< a bug in pipesched: please report it
@@ -234,7 +234,7 @@ std::string schedule_names();
 schedule_request read_schedule(const parsed_args& args);
 /// The stage placement of a schedule.
 pipesched::placement schedule_layout(pipesched::schedule_id id);
-/// The chunks per rank a schedule needs when --chunks is not given: 2 for a V placement, else 1.
+/// The chunks per rank a schedule runs when --chunks is not given: pipesched::default_chunks.
 std::uint32_t required_chunks(pipesched::schedule_id id);
 
 /// Throws a usage_error naming the violated constraint if the policy rejects its shape.
@@ -279,7 +279,7 @@ inline constexpr std::array<flag_spec, 6> schedule_flags{{
     {"ranks", "P", "pipeline ranks, 1..65535", "", true},
     {"microbatches", "M", "microbatches per iteration, 1..65536", "", true},
     {"chunks", "V", "model chunks per rank, 1..256; above 1 only for multi-chunk schedules",
-     "2 where Schedules below says 2, else 1", false},
+     "2 for the multi-chunk schedules (Schedules below), else 1", false},
     {"group-size", "G", "Interleaved1F1B only: microbatches per group",
      "m / max(1, m / p): p when p divides m", false},
     {"backward", "full|split", "backward as one action B, or split into I then W", "full", false},
@@ -287,7 +287,8 @@ inline constexpr std::array<flag_spec, 6> schedule_flags{{
 
 /// --cost, shared by simulate and compare.
 inline constexpr flag_spec cost_flag{
-    "cost", "F=1,B=2,...", "per-microbatch time of one rank's share of the model (F, B, I, W) and p2p latency",
+    "cost", "F=1,B=2,...",
+    "one microbatch through one rank's layers (F, B, I, W), split evenly over the rank's chunks; p2p latency",
     "F=1,B=2,I=1,W=1,p2p=0", false};
 
 // ---------------------------------------------------------------------------------------------
@@ -344,8 +345,31 @@ struct cost_request {
     double p2p = 0.0;
 };
 
-/// A number >= 0 of any length ("1.000...1" with 100,000 zeros is fine; below the smallest
-/// double it is 0); `what` names it in the error ("--cost: F").
+/// A decimal number as a flag gives it: from_chars' syntax (no '+', no leading blanks, no hex),
+/// any length. `-0` is zero. What a value that is not a finite double became is kept, so that
+/// every flag reports it the same way.
+struct decimal {
+    enum class status : std::uint8_t {
+        ok,        ///< `value` is the nearest double (a denormal is fine)
+        underflow, ///< a non-zero value closer to 0 than the smallest double: `value` is 0
+        overflow,  ///< beyond the largest finite double: no value
+        invalid,   ///< not a number (or nan, inf): no value
+    };
+    double value = 0.0;
+    status state = status::invalid;
+};
+decimal read_decimal(std::string_view text);
+
+/// "is too large (the largest finite number is 1.7976931348623157e308)" and the like: why
+/// `text` is not usable as read_decimal read it, for the end of a message; empty when it is.
+std::string decimal_problem(const decimal& d);
+
+/// Writes `pipesched: warning: <message>` on stderr (the output on stdout is unaffected).
+void warn(std::string_view message);
+
+/// A number >= 0 of any length ("1.000...1" with 100,000 zeros is fine; `-0` is 0); `what`
+/// names it in the error ("--cost: F"). A non-zero value below the smallest double is read as
+/// 0 with a warning that says so.
 double read_nonnegative(std::string_view what, std::string_view value);
 
 /// KEY=VALUE,KEY=VALUE with keys from `keys`, each at most once, values read_nonnegative;

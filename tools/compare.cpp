@@ -60,27 +60,28 @@ int run_compare(const parsed_args& args) {
     // One schedule at a time; the multi-chunk ones, at v chunks, hold the most.
     require_memory_budget({p, m, v}, pipesched::structure_check_bytes_per_unit, "compare",
                           "use fewer ranks or microbatches");
-    std::vector<std::array<std::string, 7>> rows;
-    rows.push_back({"schedule", "chunks", "bubble", "makespan", "peak max", "peak rank 0", "note"});
+    std::vector<std::array<std::string, 8>> rows;
+    rows.push_back({"schedule", "chunks", "bubble", "makespan", "peak max", "peak rank 0", "peak max / v", "note"});
     /// The numbers of one simulated row; false (row left as "-") if the result overflowed.
-    const auto fill = [](std::array<std::string, 7>& row, const pipesched::simulation& sim, std::uint32_t chunks) {
+    const auto fill = [](std::array<std::string, 8>& row, const pipesched::simulation& sim, std::uint32_t chunks) {
         if (!sim)
             fail_simulation(row[0], sim.check); // invalid_cost or time_overflow, naming the --cost key
-        const double per = static_cast<double>(chunks);
         row[2] = fixed(sim.bubble_fraction);
         row[3] = fixed(sim.makespan);
-        // In microbatches of one rank's activations: v chunk activations make one.
-        row[4] = fixed(sim.max_peak_activations() / per, 2);
-        row[5] = fixed(sim.ranks[0].peak_activations / per, 2);
+        // In chunk activations, as simulate and check print them; then in rank activations (v
+        // chunk activations make one), the figure that compares schedules of different v.
+        row[4] = number_text(sim.max_peak_activations());
+        row[5] = number_text(sim.ranks[0].peak_activations);
+        row[6] = fixed(static_cast<double>(sim.max_peak_activations()) / static_cast<double>(chunks), 2);
     };
     for (const pipesched::schedule_info& info : pipesched::schedules) {
         pipesched::schedule_options opt{};
         opt.shape = {p, m, info.multi_chunk ? v : 1u};
         pipesched::with_any_schedule(info.id, opt, [&](const auto& pol) {
-            std::array<std::string, 7> row{std::string{pipesched::display_name(info)}, number_text(opt.shape.chunks),
-                                           "-", "-", "-", "-", ""};
+            std::array<std::string, 8> row{std::string{pipesched::display_name(info)}, number_text(opt.shape.chunks),
+                                           "-", "-", "-", "-", "-", ""};
             if (const pipesched::shape_check c = pol.check(); !c) {
-                row[6] = "rejects this shape: " + std::string{c.message};
+                row[7] = "rejects this shape: " + std::string{c.message};
                 rows.push_back(std::move(row));
                 return;
             }
@@ -90,17 +91,18 @@ int run_compare(const parsed_args& args) {
     }
     if (file) {
         const std::uint32_t chunks = file->guess.chunks != 0 ? file->guess.chunks : 1;
-        std::array<std::string, 7> row{file->label, number_text(chunks), "-", "-", "-", "-", ""};
+        std::array<std::string, 8> row{file->label, number_text(chunks), "-", "-", "-", "-", "-", ""};
         pipesched::discard_timeline none{};
         fill(row, pipesched::simulate(file->compute, cost_model_for(costs, chunks), none), chunks);
         if (file->guess.chunks == 0)
-            row[6] = "placement custom: costs charged per stage as for one chunk";
+            row[7] = "placement custom: costs charged per stage as for one chunk";
         rows.push_back(std::move(row));
     }
     std::string s = "p=" + number_text(p) + " m=" + number_text(m) + " v=" + number_text(v) +
                     "; costs per microbatch of one rank's layers (F, B, I, W), split evenly over its chunks;\n"
-                    "peaks in microbatches of one rank's activations\n";
-    append_columns<7>(s, rows);
+                    "peaks in chunk activations (one microbatch through one chunk, as simulate prints them);\n"
+                    "peak max / v in rank activations (one microbatch through all of a rank's layers)\n";
+    append_columns<8>(s, rows);
     output_buffer out{stdout};
     out.append(s);
     return finish_output(out);
@@ -110,8 +112,9 @@ int run_compare(const parsed_args& args) {
 
 const command_spec compare_command{"compare", "bubble, makespan and peak activations of every schedule for one shape",
      "Simulates every schedule that accepts the shape (single-chunk schedules with one chunk) and\n"
-     "prints one row each: bubble fraction, makespan, and peak activations in microbatches of one\n"
-     "rank's activations (the maximum over ranks and on rank 0). With --csv FILE the file's\n"
+     "prints one row each: bubble fraction, makespan, peak activations in chunk activations (the\n"
+     "maximum over ranks and on rank 0, as simulate's peak_activations) and the maximum divided by\n"
+     "the chunks, in activations of a rank's whole share of the model. With --csv FILE the file's\n"
      "schedule is the last row, compared at its own shape. A shape whose replay would hold more\n"
      "than 4 GiB (1 byte per stage and microbatch) is refused with exit 2.",
      compare_flags, run_compare};

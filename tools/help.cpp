@@ -78,7 +78,8 @@ void append_flags(std::string& s, const command_spec& cmd) {
 }
 
 void append_schedules(std::string& s) {
-    s += "Schedules (--schedule): case, '-', '_' and spaces are ignored\n";
+    s += "Schedules (--schedule): case, '-', '_' and spaces are ignored; chunks: per rank without\n"
+         "--chunks ('any': --chunks V takes any count)\n";
     constexpr std::string_view h1 = "PyTorch name";
     constexpr std::string_view h2 = "library name";
     std::size_t w1 = h1.size();
@@ -97,7 +98,7 @@ void append_schedules(std::string& s) {
         append_padded(s, info.pytorch_name.empty() ? "-" : info.pytorch_name, w1 + 2);
         append_padded(s, info.name, w2 + 2);
         const bool v_shape = schedule_layout(info.id) == pipesched::placement::v_shape;
-        append_padded(s, v_shape ? "2" : info.multi_chunk ? ">= 1" : "1", 8);
+        append_padded(s, v_shape ? "2" : info.multi_chunk ? "2, any" : "1", 8);
         bool first = true;
         for (std::string_view alias : info.aliases) {
             if (alias.empty())
@@ -114,7 +115,8 @@ void append_schedules(std::string& s) {
 constexpr std::string_view exit_status_text =
     "Exit status:\n"
     "  0  success (check: the schedule is valid)\n"
-    "  1  check: the schedule is invalid (the reason is printed on stdout)\n"
+    "  1  check: the schedule is invalid (the reason is printed on stdout); autoschedule, plan: no\n"
+    "     schedule fits the memory (autoschedule: the reason on stderr; plan: in its report)\n"
     "  2  usage error (unknown command or flag, missing or malformed value, unknown schedule),\n"
     "     a shape the schedule rejects, an unreadable, malformed or too large input file, or an\n"
     "     output that could not be written; the reason is one line on stderr starting 'pipesched: '\n"

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <span>
 #include <system_error>
 
 #include "cli.hpp"
@@ -30,19 +32,32 @@ constexpr std::array<flag_spec, 13> simai_flags{{
     {"pp-overlap", "R", "SimAI's -pp_o, above 0 and at most 1", "1", false},
 }};
 
-/// A float as SimAI's std::stof reads it, but the whole value must be a number.
+/// A float as SimAI's std::stof reads it, but the whole value must be a number. A value that
+/// a float cannot hold says so: beyond its range, or so small that it becomes 0 (an error where
+/// 0 is not allowed, else a warning).
 float float_flag(const parsed_args& args, std::string_view name, float fallback, float low, float high,
                  bool low_open) {
     const auto v = args.get(name);
     if (!v)
         return fallback;
-    float x = 0.0f;
-    const char* end = v->data() + v->size();
-    const auto [ptr, ec] = std::from_chars(v->data(), end, x);
+    const std::string flag = "--" + std::string{name};
+    const std::string expected = std::string{"expected a number "} + (low_open ? "above " : "from ") + fixed(low, 0) +
+                                 (high < 1e30f ? " to " + fixed(high, 0) : std::string{});
+    const decimal d = read_decimal(*v);
+    if (d.state == decimal::status::invalid)
+        fail(flag + ": " + expected + ", got " + quoted(*v));
+    if (d.state == decimal::status::overflow || d.value > static_cast<double>(std::numeric_limits<float>::max()))
+        fail(flag + ": " + quoted(*v) + " is too large for SimAI's float (the largest is 3.40282347e38); " + expected);
+    const auto x = static_cast<float>(d.value);
+    if (x == 0.0f && (d.state == decimal::status::underflow || d.value != 0.0)) {
+        const std::string why = quoted(*v) + " underflows to 0 in SimAI's float (the smallest positive float is 1.4e-45)";
+        if (low_open || low > 0.0f)
+            fail(flag + ": " + why + "; " + expected);
+        warn(flag + ": " + why + "; read as 0");
+    }
     const bool above_low = low_open ? x > low : x >= low;
-    if (ec != std::errc{} || ptr != end || !above_low || !(x <= high))
-        fail("--" + std::string{name} + ": expected a number " + (low_open ? "above " : "from ") + fixed(low, 0) +
-             (high < 1e30f ? " to " + fixed(high, 0) : std::string{}) + ", got " + quoted(*v));
+    if (!above_low || !(x <= high))
+        fail(flag + ": " + expected + ", got " + quoted(*v));
     return x;
 }
 
@@ -131,8 +146,62 @@ std::string row_range(std::size_t begin, std::size_t end) {
     return number_text(begin) + "-" + number_text(end - 1);
 }
 
+/// What the report should say before its numbers are trusted: checkpoint lists (which SimAI
+/// v1.6 misreads; the analysis runs without them) and compute times that look like AICB's
+/// placeholders or have forward and backward swapped. Each names the line it comes from.
+std::vector<std::string> workload_warnings(std::string_view text, const pipesched::simai::workload& w) {
+    std::vector<std::string> warnings;
+    const pipesched::simai::header& h = w.header;
+    const auto listed = [](const std::optional<std::vector<std::uint32_t>>& v) { return v && !v->empty(); };
+    if (listed(h.checkpoints) || listed(h.checkpoint_initiates)) {
+        const std::string_view first_line = text.substr(0, text.find('\n'));
+        const std::size_t at = first_line.find("checkpoint");
+        warnings.push_back("line 1, column " + number_text(at == std::string_view::npos ? 1 : at + 1) +
+                           ": the workload lists checkpoints; SimAI v1.6 misreads checkpoint lists (it reads the "
+                           "first listed layer for every entry), so this analysis leaves them out: SimAI's order, "
+                           "its report and the timelines below are those of the rows without recomputation");
+    }
+    std::size_t placeholder_backward = 0;
+    std::size_t first_placeholder = 0;
+    bool all_placeholders = !w.rows.empty();
+    double forward = 0.0;
+    double backward = 0.0;
+    for (std::size_t i = 0; i < w.rows.size(); ++i) {
+        const pipesched::simai::row& r = w.rows[i];
+        const std::uint64_t f = r.forward.compute_ns;
+        const std::uint64_t b = r.input_grad.compute_ns + r.weight_grad.compute_ns;
+        forward += static_cast<double>(f);
+        backward += static_cast<double>(b);
+        if (f > 1 || r.input_grad.compute_ns > 1 || r.weight_grad.compute_ns > 1)
+            all_placeholders = false;
+        if (f > 1 && r.input_grad.compute_ns <= 1 && r.weight_grad.compute_ns <= 1) {
+            if (placeholder_backward++ == 0)
+                first_placeholder = i;
+        }
+    }
+    if (all_placeholders) {
+        warnings.push_back("lines 3-" + number_text(pipesched::simai::line_of_row(w.rows.size() - 1)) +
+                           ": every row's compute time is 0 or 1 ns (AICB's placeholder when it has no compute "
+                           "model): the times below are communication only");
+    } else if (placeholder_backward > 0) {
+        const std::size_t line = pipesched::simai::line_of_row(first_placeholder);
+        warnings.push_back(number_text(placeholder_backward) + " rows (the first on line " + number_text(line) + ", " +
+                           printable(w.rows[first_placeholder].name) +
+                           ") have a forward above 1 ns but a backward of 0 or 1 ns: their backward is missing "
+                           "from the times below");
+    }
+    if (!all_placeholders && forward > 2.0 * backward) {
+        warnings.push_back("lines 3-" + number_text(pipesched::simai::line_of_row(w.rows.size() - 1)) +
+                           ": the forward compute (" + fixed(forward / 1e6) + " ms) is more than twice the backward (" +
+                           fixed(backward / 1e6) +
+                           " ms), where a backward usually takes about twice its forward: check the columns");
+    }
+    return warnings;
+}
+
 std::string simai_report_text(std::string_view source, const pipesched::simai::workload& w,
-                              const pipesched::simai::analytical_comparison& a) {
+                              const pipesched::simai::analytical_comparison& a, std::span<const std::string> warnings,
+                              bool megatron_order, bool one_chunk) {
     const pipesched::simai::comparison& c = a.timeline;
     using pipesched::simai::meaning;
     const auto& st = c.layout;
@@ -140,6 +209,8 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     s += "SimAI workload " + std::string{source} + ": " + printable(w.header.policy) + ", tp " +
          number_text(w.header.tp.value_or(1)) + ", pp " + number_text(c.pp) + ", ga " + number_text(c.ga) + ", " +
          number_text(w.rows.size()) + " rows\n";
+    for (const std::string& warning : warnings)
+        s += "  warning: " + warning + "\n";
     if (st.ga_unrolled()) {
         s += "Rows: iteration-level " + row_range(0, st.prefix_end) + ", " + number_text(st.blocks.size()) +
              " microbatch blocks of " + number_text(st.period) + " rows (" + row_range(st.body_begin, st.body_end) +
@@ -203,6 +274,10 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
         s += "\n";
     }
     s += "  pipesched's iteration rules: " + pipesched::describe(c.simai.check) + "\n";
+    if (c.simai.check.code == pipesched::verdict_code::stale_update)
+        s += "  (stale_update: an optimizer step runs before the gradient synchronisation it needs; SimAI moves\n"
+             "  no tensors and adds its analytical numbers up row by row in any order, so no number of its\n"
+             "  report changes, only where the collectives land in a timeline and the activations alive.)\n";
 
     const auto join = [](const std::vector<std::string>& events) {
         std::string t;
@@ -217,7 +292,10 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     };
     s += "\nSimAI order:     " + join(c.simai.events) + "\n";
     s += "Corrected order: " + join(c.corrected.events) + "  (" + c.corrected.name +
-         (c.pp == 1 ? ", one rank: Megatron's gradient accumulation" : ", rank 0 of " + number_text(c.pp)) + ")\n";
+         (c.pp > 1          ? ", rank 0 of " + number_text(c.pp)
+          : megatron_order ? std::string{", one rank: Megatron's gradient accumulation"}
+                           : std::string{", one rank"}) +
+         (one_chunk ? ", one chunk per rank" : "") + ")\n";
     if (c.pp > 1)
         s += "Note: pp = " + number_text(c.pp) + ": the file describes one stage; SimAI's pass is replayed for it "
              "alone, the corrected order runs " + c.corrected.name + " over " + number_text(c.pp) + " ranks.\n";
@@ -337,6 +415,25 @@ void require_within_limits(std::string_view source, const pipesched::simai::head
     });
 }
 
+/// Whether `policy` on one rank runs Megatron's gradient accumulation without pipelining
+/// (forward_backward_no_pipelining: F0 B0 F1 B1 ...), as 1F1B does and GPipe does not.
+bool same_order_as_megatron(pipesched::schedule_id policy, std::uint32_t ga) {
+    pipesched::schedule_options options{};
+    options.shape = {1, std::max<std::uint32_t>(1, ga), 1};
+    return pipesched::with_schedule(policy, options, [](const auto& pol) {
+        if (!pol.check())
+            return false;
+        std::uint32_t k = 0;
+        for (const pipesched::event& e : pipesched::events(pol, 0)) {
+            const pipesched::op expected = k % 2 == 0 ? pipesched::op::forward : pipesched::op::backward;
+            if (e.kind != expected || e.microbatch != k / 2)
+                return false;
+            ++k;
+        }
+        return k == 2 * pol.shape.microbatches;
+    });
+}
+
 } // namespace
 
 std::string simai_report(std::string_view source, std::string_view text, pipesched::schedule_id policy,
@@ -349,10 +446,15 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
         fail(std::string{source} + ": " + describe(e));
     }
     require_within_limits(source, parsed.value.header, policy);
+    const std::vector<std::string> warnings = workload_warnings(text, parsed.value);
+    // SimAI v1.6 misreads checkpoint lists (warned above): the analysis runs without them.
+    pipesched::simai::workload w = parsed.value;
+    w.header.checkpoints.reset();
+    w.header.checkpoint_initiates.reset();
     const pipesched::simai::analytical_comparison_result analysed =
-        pipesched::simai::compare_analytical(parsed.value, policy, network);
+        pipesched::simai::compare_analytical(w, policy, network);
     if (!analysed)
-        fail(std::string{source} + ": SimAI's analytical model: " + describe(*analysed.error, &parsed.value));
+        fail(std::string{source} + ": SimAI's analytical model: " + describe(*analysed.error, &w));
     const pipesched::simai::analytical_comparison& a = analysed.value;
     const pipesched::simai::comparison& c = a.timeline;
     std::string s;
@@ -363,6 +465,8 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
             name = name.substr(slash + 1);
         if (const std::size_t dot = name.find_last_of('.'); dot != std::string::npos && dot > 0)
             name = name.substr(0, dot);
+        for (const std::string& warning : warnings)
+            warn(std::string{source} + ": " + warning);
         return pipesched::simai::end_to_end_csv(a.report, name + "-");
     }
     if (format == "json") {
@@ -397,15 +501,24 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
             s += ",\"" + std::string{key} + "\":";
             pipesched::json::append_number(s, std::round(value * 1e3) / 1e3); // to the nanosecond
         }
-        s += ",\"notes\":[";
-        for (std::size_t k = 0; k < a.report.notes.size(); ++k) {
-            if (k != 0)
-                s += ',';
-            pipesched::json::append_string(s, a.report.notes[k]);
-        }
-        s += "]}}\n";
+        const auto strings = [&s](const std::vector<std::string>& list) {
+            s += '[';
+            for (std::size_t k = 0; k < list.size(); ++k) {
+                if (k != 0)
+                    s += ',';
+                pipesched::json::append_string(s, list[k]);
+            }
+            s += ']';
+        };
+        s += ",\"notes\":";
+        strings(a.report.notes);
+        s += "},\"warnings\":";
+        strings(warnings);
+        s += "}\n";
     } else {
-        s = simai_report_text(source, parsed.value, a);
+        // A multi-chunk schedule runs one chunk per rank here (the file's stages): said so.
+        s = simai_report_text(source, w, a, warnings, same_order_as_megatron(policy, c.ga),
+                              pipesched::info(policy).multi_chunk);
     }
     return s;
 }

@@ -69,7 +69,7 @@ std::string summary_text(const std::string& title, std::span<const pipesched::ti
     std::string s = title + "\n";
     s += pipesched::render_terminal_timeline(records, {});
     s += "makespan " + fixed(sim.makespan) + ", bubble fraction " + fixed(sim.bubble_fraction) +
-         ", peak activations per rank:";
+         ", peak activations per rank (chunk activations):";
     for (const auto& r : sim.ranks)
         s += " " + number_text(r.peak_activations);
     s += "\n";

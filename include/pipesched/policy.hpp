@@ -68,7 +68,7 @@ enum class backward_kind : std::uint8_t { full, split };
 /// How many model chunks per rank a schedule runs.
 enum class chunk_rule : std::uint8_t {
     one, ///< chunks must be 1
-    any, ///< chunks >= 1 (virtual pipeline)
+    any, ///< chunks >= 1 (virtual pipeline); 2 when the caller does not say
     two, ///< chunks must be 2 (V placement: the way down and back)
 };
 
@@ -86,9 +86,12 @@ struct schedule_traits {
     bool fixed_backward = false; ///< decides B/I/W itself; not a template over backward_kind
 };
 
-/// The chunks per rank a schedule runs when the caller does not say.
+/// The chunks per rank a schedule runs when the caller does not say: 2 for every schedule that
+/// runs several. Their names (interleaved, looped, V) promise several chunks per rank, and with
+/// one chunk an interleaved schedule is a plain one that holds more activations (Interleaved1F1B
+/// at v = 1 peaks at 2p - 1 on rank 0 where 1F1B holds p).
 [[nodiscard]] constexpr std::uint32_t default_chunks(chunk_rule rule) noexcept {
-    return rule == chunk_rule::two ? 2 : 1;
+    return rule == chunk_rule::one ? 1 : 2;
 }
 
 /// A pull cursor over the events of one rank, in execution order: O(1) state, no allocation.

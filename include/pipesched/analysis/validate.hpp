@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "../event.hpp"
@@ -463,14 +464,51 @@ consteval bool schedule_is_valid() {
                   "cycle) is the template argument of schedule_is_valid above");
     return true;
 }
+
+/// The text of a violated shape constraint (verdict::shape_message) as a template argument: a
+/// string_view cannot be one, a char array in a structural class can. Longer texts are cut.
+struct constraint_text {
+    static constexpr std::size_t capacity = 191;
+    char text[capacity + 1]{};
+    std::size_t size = 0;
+    constexpr explicit constraint_text(std::string_view s) noexcept {
+        for (; size < s.size() && size < capacity; ++size) text[size] = s[size];
+    }
+};
+
+/// Spells the constraint out in the compiler's error: g++ prints constraint_text's array as a
+/// string, clang 14 prints it as numbers but the characters of this pack as 'c'.
+template <char... Text>
+struct the_violated_constraint_is {
+    static constexpr bool satisfied = sizeof...(Text) == 0;
+};
+
+template <constraint_text T, std::size_t... I>
+consteval bool shape_is_accepted(std::index_sequence<I...>) {
+    static_assert(the_violated_constraint_is<T.text[I]...>::satisfied,
+                  "pipesched: the policy rejects its shape; the violated constraint is the text in "
+                  "the template arguments above (constraint_text, the_violated_constraint_is)");
+    return true;
+}
+
+template <auto Policy>
+inline constexpr constraint_text shape_constraint_of{validate(Policy).shape_message};
 } // namespace detail
 
-/// `static_assert(require_valid<pol>())`: on failure the compiler prints the verdict's fields.
+/// `static_assert(require_valid<pol>())`: on failure the compiler prints the violated shape
+/// constraint's own text (the string verdict::shape_message and describe() give at run time)
+/// or, for an order that breaks a rule, the verdict's fields (code, rank, index, action, cycle).
+/// A plain `static_assert(validate(pol))` can only say "static assertion failed".
 template <auto Policy>
 consteval bool require_valid() {
     constexpr verdict v = validate(Policy);
-    return detail::schedule_is_valid<verdict_fields{v.code, v.rank, v.index, v.subject,
-                                                    v.cycle_length, v.cycle[0], v.cycle[1]}>();
+    if constexpr (v.code == verdict_code::invalid_shape) {
+        return detail::shape_is_accepted<detail::shape_constraint_of<Policy>>(
+            std::make_index_sequence<detail::shape_constraint_of<Policy>.size>{});
+    } else {
+        return detail::schedule_is_valid<verdict_fields{v.code, v.rank, v.index, v.subject,
+                                                        v.cycle_length, v.cycle[0], v.cycle[1]}>();
+    }
 }
 
 namespace detail {
