@@ -7,6 +7,7 @@
 #include <pipesched/analysis/validate_iteration.hpp>
 #include <pipesched/io/csv.hpp>
 #include <pipesched/iteration.hpp>
+#include <pipesched/catalog.hpp>
 #include <pipesched/policies/any_schedule.hpp>
 #include <pipesched/pipesched.hpp>
 

@@ -1,14 +1,14 @@
-// Chakra execution traces: the wire format (io/chakra.hpp), what a schedule becomes
-// (io/chakra_schedule.hpp) and what ASTRA-sim does with it (io/chakra_astra.hpp), checked against
+// Chakra execution traces: the wire format (chakra/trace.hpp), what a schedule becomes
+// (chakra/export.hpp) and what ASTRA-sim does with it (chakra/astra.hpp), checked against
 // finish times measured with the real ASTRA-sim (tests/data/astra/README.md has the commands).
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>
 
 #include <pipesched/catalog.hpp>
-#include <pipesched/io/chakra.hpp>
-#include <pipesched/io/chakra_astra.hpp>
-#include <pipesched/io/chakra_schedule.hpp>
+#include <pipesched/chakra/trace.hpp>
+#include <pipesched/chakra/astra.hpp>
+#include <pipesched/chakra/export.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -1,7 +1,8 @@
 // simai::compare: SimAI's order of a real AICB workload against the corrected order.
 #include <doctest/doctest.h>
 
-#include <pipesched/io/simai_compare.hpp>
+#include <pipesched/simai/compare_catalog.hpp>
+#include <pipesched/simai/parse.hpp>
 
 #include <cmath>
 #include <fstream>

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <pipesched/catalog.hpp>
-#include <pipesched/policies/any_schedule.hpp>
 #include <pipesched/simai/analytical_compare.hpp>
 #include <pipesched/simai/scheduler.hpp>
 

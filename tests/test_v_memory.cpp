@@ -4,7 +4,7 @@
 #include <pipesched/analysis/autoschedule.hpp>
 #include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/catalog.hpp>
-#include <pipesched/io/chakra_schedule.hpp>
+#include <pipesched/chakra/export.hpp>
 #include <pipesched/io/csv.hpp>
 #include <pipesched/iteration.hpp>
 #include <pipesched/pipesched.hpp>

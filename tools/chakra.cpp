@@ -5,8 +5,8 @@
 #include <map>
 
 #include <pipesched/io/json.hpp>
-#include <pipesched/io/chakra_astra.hpp>
-#include <pipesched/io/chakra_schedule.hpp>
+#include <pipesched/chakra/astra.hpp>
+#include <pipesched/chakra/export.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 
 #include "cli.hpp"

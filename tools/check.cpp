@@ -3,8 +3,8 @@
 
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/analysis/validate.hpp>
-#include <pipesched/io/chakra.hpp>
-#include <pipesched/io/chakra_astra.hpp>
+#include <pipesched/chakra/trace.hpp>
+#include <pipesched/chakra/astra.hpp>
 #include <pipesched/io/csv.hpp>
 
 #include "cli.hpp"
@@ -22,7 +22,7 @@ constexpr std::array<flag_spec, 3> check_flags{{
 }};
 
 /// FILE named PREFIX.<rank>.et: the whole set PREFIX.0.et, PREFIX.1.et, ... as ASTRA-sim reads
-/// it, checked with chakra::check_traces (io/chakra_astra.hpp).
+/// it, checked with chakra::check_traces (chakra/astra.hpp).
 int check_chakra(std::string_view path) {
     const std::string_view stem = path.substr(0, path.size() - 3);
     const std::size_t dot = stem.rfind('.');

@@ -27,7 +27,6 @@
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/catalog.hpp>
 #include <pipesched/io/csv.hpp>
-#include <pipesched/policies/any_schedule.hpp>
 #include <pipesched/policy.hpp>
 #include <pipesched/shape.hpp>
 #include <pipesched/version.hpp>

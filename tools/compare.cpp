@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include <pipesched/analysis/validate.hpp>
-#include <pipesched/policies/any_schedule.hpp>
+#include <pipesched/catalog.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"

@@ -1,4 +1,5 @@
-// pipesched: choose a policy by name at run time (command lines, simulator config files).
+// pipesched: choose a policy by name at run time (command lines, simulator config files):
+// find_schedule, with_schedule (the concrete type) and with_any_schedule (any_schedule.hpp).
 //
 // Names are matched case-insensitively with '-', '_' and spaces ignored, so PyTorch's class
 // names (GPipe, 1F1B, Interleaved1F1B, LoopedBFS) and the library's own (gpipe, one_f_one_b,
@@ -14,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "policies/any_schedule.hpp"
 #include "policies/gpipe.hpp"
 #include "policies/dualpipe_v.hpp"
 #include "policies/interleaved_1f1b.hpp"
@@ -266,6 +268,17 @@ constexpr decltype(auto) with_schedule(schedule_id id, const schedule_options& o
         return detail::dispatch_schedule<backward_kind::split>(id, o, std::forward<F>(f), detail::catalog{});
     }
     return detail::dispatch_schedule<backward_kind::full>(id, o, std::forward<F>(f), detail::catalog{});
+}
+
+/// with_schedule for code that only needs a policy, not its concrete type: calls
+/// f(any_schedule<placement::loop>) or f(any_schedule<placement::v_shape>), so f's body is
+/// compiled twice instead of once per catalogued policy.
+template <class F>
+decltype(auto) with_any_schedule(schedule_id id, const schedule_options& o, F&& f) {
+    return with_schedule(id, o, [&](const auto& pol) -> decltype(auto) {
+        using P = std::remove_cvref_t<decltype(pol)>;
+        return f(any_schedule<P::layout>{pol});
+    });
 }
 
 } // namespace pipesched

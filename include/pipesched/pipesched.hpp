@@ -1,5 +1,5 @@
 // pipesched: umbrella header for the core (vocabulary, policies, analysis).
-// The io/ headers (text, CSV, traces, SimAI workloads) are opt-in.
+// The modules (io/, chakra/, simai/, search/) are opt-in includes.
 #pragma once
 
 #include "event.hpp"

@@ -1,8 +1,8 @@
 // libFuzzer target: read_trace (Chakra ET) on arbitrary bytes. An accepted file must survive
 // encode -> read_trace unchanged; a rejected one must point inside the input. Accepted traces
 // also go through check_traces and, when that passes, predict_astra as a one-rank run.
-#include <pipesched/io/chakra.hpp>
-#include <pipesched/io/chakra_astra.hpp>
+#include <pipesched/chakra/trace.hpp>
+#include <pipesched/chakra/astra.hpp>
 
 #include <cstddef>
 #include <cstdint>

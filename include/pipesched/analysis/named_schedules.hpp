@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "../catalog.hpp"
-#include "../policies/any_schedule.hpp"
 #include "autoschedule.hpp"
 #include "simulate.hpp"
 

@@ -9,7 +9,7 @@
 // events, verdicts and numbers as the policy it holds; it is not usable in constant expressions,
 // and a cursor must not outlive the any_schedule it came from.
 //
-//   ps::with_any_schedule(id, options, [](const auto& pol) { ... });  // 2 instantiations, not 15
+//   ps::with_any_schedule(id, options, [](const auto& pol) { ... });  // catalog.hpp; 2 instantiations, not 15
 //   ps::any_schedule<ps::placement::loop> pol{ps::one_f_one_b<>{{4, 8}}};
 #pragma once
 
@@ -23,7 +23,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "../catalog.hpp"
 #include "../event.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
@@ -130,16 +129,5 @@ private:
     const operations* ops_ = nullptr;
     std::string_view name_ = name;
 };
-
-/// with_schedule for code that only needs a policy, not its concrete type: calls
-/// f(any_schedule<placement::loop>) or f(any_schedule<placement::v_shape>), so f's body is
-/// compiled twice instead of once per catalogued policy.
-template <class F>
-decltype(auto) with_any_schedule(schedule_id id, const schedule_options& o, F&& f) {
-    return with_schedule(id, o, [&](const auto& pol) -> decltype(auto) {
-        using P = std::remove_cvref_t<decltype(pol)>;
-        return f(any_schedule<P::layout>{pol});
-    });
-}
 
 } // namespace pipesched

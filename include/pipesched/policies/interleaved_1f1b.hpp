@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "../detail/grouped_table.hpp"
 #include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
@@ -31,7 +32,8 @@
 namespace pipesched {
 
 template <backward_kind Backward = backward_kind::full>
-class interleaved_1f1b : public detail::program_schedule<interleaved_1f1b<Backward>, Backward> {
+class interleaved_1f1b : public detail::program_schedule<interleaved_1f1b<Backward>, Backward>,
+                         public detail::grouped_units<interleaved_1f1b<Backward>> {
 public:
     static constexpr std::string_view name = "interleaved_1f1b";
     static constexpr schedule_traits traits{.pytorch_name = "Interleaved1F1B",
@@ -81,68 +83,10 @@ public:
     [[nodiscard]] constexpr detail::phase_program program(std::uint32_t rank) const noexcept {
         return detail::phased_program(units(), warmup(rank), Backward);
     }
-    [[nodiscard]] constexpr detail::unit forward_unit(std::uint32_t k) const noexcept {
-        return table(k);
-    }
-    [[nodiscard]] constexpr detail::unit backward_unit(std::uint32_t k) const noexcept {
-        const detail::unit u = table(k);
-        return {shape.chunks - 1 - u.chunk, u.microbatch};
-    }
-
-    /// Walks the schedule table; `reversed` mirrors the chunk for the backward sweep.
-    struct walker {
-        std::uint32_t microbatches = 1;
-        std::uint32_t chunks = 1;
-        std::uint32_t group = 1;
-        bool reversed = false;
-        std::uint32_t group_start = 0;
-        std::uint32_t group_length = 1;
-        std::uint32_t chunk = 0;
-        std::uint32_t offset = 0;
-
-        // Always inlined, like the engine's emit_one (detail/program.hpp): a call per event
-        // would cost more than the step.
-        [[gnu::always_inline]] constexpr detail::unit next() noexcept {
-            const detail::unit u{reversed ? chunks - 1 - chunk : chunk, group_start + offset};
-            if (++offset == group_length) {
-                offset = 0;
-                if (++chunk == chunks) {
-                    chunk = 0;
-                    group_start += group_length;
-                    group_length = length_of_group_at(group_start, microbatches, group);
-                }
-            }
-            return u;
-        }
-    };
-    [[nodiscard]] constexpr walker forward_walker() const noexcept { return make_walker(false); }
-    [[nodiscard]] constexpr walker backward_walker() const noexcept { return make_walker(true); }
-
-private:
-    [[nodiscard]] static constexpr std::uint32_t length_of_group_at(std::uint32_t start,
-                                                                    std::uint32_t m,
-                                                                    std::uint32_t g) noexcept {
-        return start + g >= m ? m - start : g;
-    }
-    [[nodiscard]] constexpr walker make_walker(bool reversed) const noexcept {
-        const std::uint32_t g = group();
-        return {shape.microbatches, shape.chunks, g, reversed, 0,
-                length_of_group_at(0, shape.microbatches, g), 0, 0};
-    }
-    /// Closed form of the forward table.
-    [[nodiscard]] constexpr detail::unit table(std::uint32_t k) const noexcept {
-        const std::uint32_t m = shape.microbatches;
-        const std::uint32_t v = shape.chunks;
-        const std::uint32_t g = group();
-        const std::uint32_t last_start = g * ((m - 1) / g);
-        const std::uint32_t full_units = last_start * v;
-        if (k < full_units) {
-            const std::uint32_t within = k % (g * v);
-            return {within / g, (k / (g * v)) * g + within % g};
-        }
-        const std::uint32_t last_length = m - last_start;
-        const std::uint32_t rest = k - full_units;
-        return {rest / last_length, last_start + rest % last_length};
+    /// The grouped unit table with group size g (detail/grouped_table.hpp): forward_unit(k),
+    /// backward_unit(k) and the walkers come from it through detail::grouped_units.
+    [[nodiscard]] constexpr detail::grouped_table unit_table() const noexcept {
+        return {shape.microbatches, shape.chunks, group()};
     }
 };
 

@@ -49,57 +49,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "../detail/grouped_table.hpp"
 #include "../detail/program.hpp"
+#include "../detail/zb1p.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
-#include "interleaved_1f1b.hpp"
 
 namespace pipesched {
 
-namespace detail {
-
-/// The ZB1P order of one rank as phases: `warmup` forwards, then forward/input pairs, each W
-/// `delay` steps after its I, the last W's at the end.
-[[nodiscard]] constexpr phase_program zb1p_program(std::uint32_t units, std::uint32_t warmup,
-                                                   std::uint32_t delay) noexcept {
-    const std::uint32_t steady = units - warmup;
-    const std::uint32_t steady_without_w = std::min(delay, steady);
-    const std::uint32_t cooldown_without_w = std::min(delay > steady ? delay - steady : 0u, warmup);
-    phase_program prog{};
-    prog.then(warmup, "F")
-        .then(steady_without_w, "FI")
-        .then(steady - steady_without_w, "FIW")
-        .then(cooldown_without_w, "I")
-        .then(warmup - cooldown_without_w, "IW")
-        .then(std::min(delay, units), "W");
-    return prog;
-}
-
-using zb1p_patterns =
-    pattern_list<pattern<letter::F>, pattern<letter::F, letter::I>, pattern<letter::F, letter::I, letter::W>,
-                 pattern<letter::I>, pattern<letter::I, letter::W>, pattern<letter::W>>;
-
-/// PyTorch's `number_of_rounds`: max(1, m / p).
-[[nodiscard]] constexpr std::uint32_t zb1p_rounds(const shape& s) noexcept {
-    return std::max(1u, s.microbatches / s.ranks);
-}
-
-/// PyTorch's constraint on every ZB1P shape, after the common ones.
-[[nodiscard]] constexpr shape_check check_zb1p_rounds(const shape& s) noexcept {
-    if (const auto c = check_common(s); !c) return c;
-    if (s.microbatches % zb1p_rounds(s) != 0) {
-        return {false, "microbatches must be a multiple of max(1, microbatches / ranks), "
-                       "PyTorch's number of rounds"};
-    }
-    return shape_ok;
-}
-
-/// Steps between a unit's I and its W on `rank`: PyTorch's num_1f1b_microbatches.
-[[nodiscard]] constexpr std::uint32_t zb1p_weight_delay(std::uint32_t rank) noexcept { return rank; }
-
-} // namespace detail
-
-class interleaved_zero_bubble : public detail::program_schedule<interleaved_zero_bubble> {
+class interleaved_zero_bubble : public detail::program_schedule<interleaved_zero_bubble>,
+                                public detail::grouped_units<interleaved_zero_bubble> {
 public:
     static constexpr std::string_view name = "interleaved_zero_bubble";
     static constexpr schedule_traits traits{.pytorch_name = "InterleavedZeroBubble", .aliases = "zb1p",
@@ -130,19 +89,10 @@ public:
         return detail::zb1p_program(units(), warmup(rank), detail::zb1p_weight_delay(rank));
     }
 
-    // The interleaved 1F1B unit table with g = microbatches_per_round (all groups full).
-    [[nodiscard]] constexpr detail::unit forward_unit(std::uint32_t k) const noexcept {
-        return table().forward_unit(k);
-    }
-    [[nodiscard]] constexpr detail::unit backward_unit(std::uint32_t k) const noexcept {
-        return table().backward_unit(k);
-    }
-    [[nodiscard]] constexpr auto forward_walker() const noexcept { return table().forward_walker(); }
-    [[nodiscard]] constexpr auto backward_walker() const noexcept { return table().backward_walker(); }
-
-private:
-    [[nodiscard]] constexpr interleaved_1f1b<> table() const noexcept {
-        return interleaved_1f1b<>{shape, microbatches_per_round()};
+    /// The interleaved 1F1B unit table (detail/grouped_table.hpp) with g = microbatches_per_round
+    /// (all groups full); the unit streams come from it through detail::grouped_units.
+    [[nodiscard]] constexpr detail::grouped_table unit_table() const noexcept {
+        return {shape.microbatches, shape.chunks, microbatches_per_round()};
     }
 };
 

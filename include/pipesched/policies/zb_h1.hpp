@@ -35,9 +35,9 @@
 #include <string_view>
 
 #include "../detail/program.hpp"
+#include "../detail/zb1p.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
-#include "interleaved_zero_bubble.hpp"
 
 namespace pipesched {
 

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "../catalog.hpp"
-#include "../policies/any_schedule.hpp"
 #include "compare.hpp"
 
 namespace pipesched::simai {

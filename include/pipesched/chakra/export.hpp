@@ -1,5 +1,5 @@
 // pipesched: a schedule, or a whole iteration, as Chakra execution traces for ASTRA-sim 2.0
-// (one trace per rank, see chakra.hpp for the file format and chakra_astra.hpp for what ASTRA-sim
+// (one trace per rank, see trace.hpp for the file format and astra.hpp for what ASTRA-sim
 // does with them).
 //
 // What each event becomes, on rank g = replica * p + pipeline rank:
@@ -26,7 +26,7 @@
 // Messages. A p2p message is (comm_src, comm_dst, comm_tag, comm_size) with ranks numbered
 // globally and tag = 2 * (producer stage * m + microbatch) + (1 for a gradient); tags stay below
 // ASTRA-sim's 500 000 000 (its NATIVE tag range, taken modulo). Every receive is checked to have
-// exactly one matching send before anything is returned (chakra_astra.hpp, check_messages).
+// exactly one matching send before anything is returned (astra.hpp, check_messages).
 //
 // Costs. Durations come from iteration_cost_model (iteration.hpp's cost model; its values are
 // read as microseconds) and must be whole microseconds, as Chakra stores them: a fraction is
@@ -55,8 +55,8 @@
 #include "../event.hpp"
 #include "../iteration.hpp"
 #include "../policy.hpp"
-#include "chakra.hpp"
-#include "chakra_astra.hpp"
+#include "trace.hpp"
+#include "astra.hpp"
 
 namespace pipesched::chakra {
 

@@ -1,4 +1,4 @@
-// pipesched: what ASTRA-sim 2.0 does with a set of Chakra traces (chakra.hpp): the checks it
+// pipesched: what ASTRA-sim 2.0 does with a set of Chakra traces (trace.hpp): the checks it
 // needs to run them at all, and the per-rank finish times it reports under its analytical,
 // congestion-unaware network backend.
 //
@@ -49,7 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "chakra.hpp"
+#include "trace.hpp"
 
 namespace pipesched::chakra {
 
