@@ -401,7 +401,7 @@ public:
         for (std::size_t j = first_after; j < actions_.size(); ++j) {
             const action_at& a = actions_[j];
             s = after_empty_slots(s, a.slot - previous - 1, false);
-            s = j == moved ? next_memory(s, empty_slot, false) : next(s, a.kind);
+            s = j == moved ? next_memory(s, empty_slot, false) : next(s, static_cast<std::size_t>(a.kind));
             if (s.held > cap) return false;
             changed_.push_back(s);
             previous = a.slot;
