@@ -24,7 +24,7 @@ list(PREPEND pages "${root}/README.md" "${root}/CONTRIBUTING.md" "${root}/benchm
 set(search_roots "${root}" "${root}/include" "${root}/include/pipesched" "${root}/tools" "${root}/tests"
     "${root}/benchmarks")
 set(bare_roots "${root}/include/pipesched" "${root}/tools" "${root}/tests" "${root}/examples"
-    "${root}/benchmarks" "${root}/docs" "${root}")
+    "${root}/benchmarks" "${root}/docs")
 
 set(problems "")
 
@@ -39,9 +39,15 @@ function(name_exists name out)
             endif()
         endforeach()
     else()
+        file(GLOB matches "${root}/${name}") # top-level files; build trees are never searched
+        if(matches)
+            set(found TRUE)
+        endif()
         foreach(base IN LISTS bare_roots)
+            if(found)
+                break()
+            endif()
             file(GLOB_RECURSE matches "${base}/${name}")
-            list(FILTER matches EXCLUDE REGEX "/build/")
             if(matches)
                 set(found TRUE)
                 break()

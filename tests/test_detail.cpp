@@ -120,7 +120,8 @@ TEST_CASE("detail: timeline_layout reads stage owners and chunks off the records
     CHECK(layout.stages == 4);
     CHECK(layout.microbatches == 2);
     CHECK(layout.chunks == 2);
-    CHECK(layout.owner == std::vector<std::uint32_t>{0, 1, 0, 1});
+    const std::vector<std::uint32_t> owners(layout.placement.owners().begin(), layout.placement.owners().end());
+    CHECK(owners == std::vector<std::uint32_t>{0, 1, 0, 1});
     CHECK(layout.chunk_of(2) == 1);
     CHECK(layout.chunk_of(1) == 0);
     // Per rank, in the order the rank ran them.

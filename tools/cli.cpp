@@ -124,6 +124,10 @@ std::string printable(std::string_view text) {
 parsed_args::parsed_args(const command_spec& cmd, std::span<const std::string_view> args) : command_{&cmd} {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string_view arg = args[i];
+        if (arg == "--" && !cmd.trailing.empty()) {
+            trailing_.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+            break;
+        }
         if (!cmd.positional.empty() && !positional_ && (arg == "-" || arg.empty() || arg[0] != '-')) {
             positional_ = arg;
             continue;

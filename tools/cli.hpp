@@ -179,6 +179,9 @@ struct command_spec {
     std::span<const flag_spec> flags;
     int (*run)(const parsed_args&); ///< nullptr for `help`, which dispatch() handles itself
     std::string_view positional{}; ///< name of the one required positional argument ("FILE"), if any
+    /// Non-empty: everything after a lone `--` is passed through unparsed (plan's Megatron
+    /// arguments); this names it in the usage line.
+    std::string_view trailing{};
 };
 
 /// The flags given to one subcommand, checked against its flag_spec list.
@@ -195,6 +198,9 @@ class parsed_args {
     /// The positional argument (only for commands that take one; checked to be present).
     [[nodiscard]] std::string_view positional() const { return positional_.value_or(""); }
 
+    /// The words after `--`, for commands with command_spec::trailing.
+    [[nodiscard]] std::span<const std::string_view> trailing() const { return trailing_; }
+
     [[nodiscard]] std::string full_name() const;
     /// " (see 'pipesched NAME --help')", for the end of a usage error.
     [[nodiscard]] std::string see_help() const;
@@ -205,6 +211,7 @@ class parsed_args {
     const command_spec* command_;
     std::vector<std::pair<const flag_spec*, std::string_view>> given_;
     std::optional<std::string_view> positional_;
+    std::vector<std::string_view> trailing_;
 };
 
 /// The value of --format, which must be one of `allowed`; the first is the default.

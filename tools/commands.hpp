@@ -19,6 +19,7 @@ extern const command_spec compare_command;  // compare.cpp
 extern const command_spec simai_command;    // simai.cpp
 extern const command_spec autoschedule_command; // autoschedule.cpp
 extern const command_spec chakra_command;   // chakra.cpp
+extern const command_spec plan_command;     // plan.cpp
 extern const command_spec help_command;     // help.cpp
 
 /// Every command, in the order `pipesched --help` lists them (main.cpp).

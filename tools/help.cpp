@@ -25,6 +25,8 @@ std::vector<std::string> usage_tokens(const command_spec& cmd) {
             t += ']';
         tokens.push_back(std::move(t));
     }
+    if (!cmd.trailing.empty())
+        tokens.push_back("[-- " + std::string{cmd.trailing} + "]");
     return tokens;
 }
 

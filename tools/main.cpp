@@ -22,9 +22,9 @@
 namespace pipesched::cli {
 
 namespace {
-constexpr std::array<const command_spec*, 8> commands{
+constexpr std::array<const command_spec*, 9> commands{
     &order_command, &check_command,   &simulate_command, &compare_command,
-    &simai_command, &chakra_command,  &autoschedule_command, &help_command};
+    &simai_command, &chakra_command,  &autoschedule_command, &plan_command, &help_command};
 } // namespace
 
 std::span<const command_spec* const> all_commands() { return commands; }

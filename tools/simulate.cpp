@@ -119,14 +119,11 @@ int run_simulate_csv(const parsed_args& args, std::string_view format, const cos
         fail(in.label + ": invalid schedule: " + pipesched::describe(v) + " (see 'pipesched check')");
     output_buffer out{stdout};
     if (format == "chrome") {
-        std::vector<std::uint32_t> owner(static_cast<std::size_t>(in.guess.stages), pipesched::chrome_trace_stream<to_output>::no_owner);
-        for (std::size_t r = 0; r < in.compute.size(); ++r)
-            for (const pipesched::action& a : in.compute[r])
-                owner[a.stage] = static_cast<std::uint32_t>(r);
         pipesched::trace_options options{};
         options.process_name = title;
-        pipesched::chrome_trace_stream<to_output> trace{to_output{&out}, std::move(owner),
-                                                        static_cast<std::uint32_t>(in.guess.ranks), options};
+        pipesched::chrome_trace_stream<to_output> trace{
+            to_output{&out}, pipesched::stage_map::of_actions(in.compute, static_cast<std::uint32_t>(in.guess.stages)),
+            static_cast<std::uint32_t>(in.guess.ranks), options};
         const pipesched::simulation sim = pipesched::simulate(in.compute, model, trace);
         if (!sim)
             refused(in.label, sim.check);

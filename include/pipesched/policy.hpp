@@ -204,14 +204,22 @@ template <schedule_policy P>
     return rank_events<P>{pol, rank};
 }
 
-/// All events of a small schedule, rank by rank, as a std::array built at compile time.
+namespace detail {
+/// What to_array() asks of its policy before it builds anything.
 template <auto Policy>
-[[nodiscard]] consteval auto to_array() {
+consteval void require_array_policy() {
     using P = std::remove_cvref_t<decltype(Policy)>;
     static_assert(schedule_policy<P>, "pipesched::to_array: the argument is not a schedule policy");
     static_assert(Policy.check().ok,
                   "pipesched::to_array: the policy rejects its shape; call .check().message "
                   "for the violated constraint");
+}
+} // namespace detail
+
+/// All events of a small schedule, rank by rank, as a std::array built at compile time.
+template <auto Policy>
+[[nodiscard]] consteval auto to_array() {
+    detail::require_array_policy<Policy>();
     std::array<event, event_count(Policy)> out{};
     std::size_t i = 0;
     const shape s = Policy.shape;
@@ -224,11 +232,7 @@ template <auto Policy>
 /// The events of one rank of a small schedule as a std::array built at compile time.
 template <auto Policy, std::uint32_t Rank>
 [[nodiscard]] consteval auto to_array() {
-    using P = std::remove_cvref_t<decltype(Policy)>;
-    static_assert(schedule_policy<P>, "pipesched::to_array: the argument is not a schedule policy");
-    static_assert(Policy.check().ok,
-                  "pipesched::to_array: the policy rejects its shape; call .check().message "
-                  "for the violated constraint");
+    detail::require_array_policy<Policy>();
     static_assert(Rank < Policy.shape.ranks, "pipesched::to_array: rank out of range");
     std::array<event, Policy.size(Rank)> out{};
     std::size_t i = 0;

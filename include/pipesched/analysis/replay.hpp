@@ -12,8 +12,8 @@
 //     does: the schedule replay (compute dependencies between neighbouring stages, validate.hpp
 //     untimed, simulate.hpp timed) and the iteration replay (blocking receives and the grad_norm
 //     collective, validate_iteration.hpp untimed, simulate_iteration.hpp timed).
-//   - The dependency rule of compute actions and the activation-memory rule live here too, so
-//     that every replay and every report counts them the same way.
+//   - The rules the models apply (an action's input, who reads its result, when an input is
+//     there, memory) are timing_model.hpp's, so that every replay counts them the same way.
 //
 // The order in which ranks run does not change any result: a rank's progress only depends on
 // what its inputs are, not on when they were produced (a Kahn network), so the final state,
@@ -28,6 +28,7 @@
 
 #include "../action.hpp"
 #include "../event.hpp"
+#include "timing_model.hpp"
 #include "verdict.hpp"
 
 namespace pipesched::detail {
@@ -39,6 +40,9 @@ enum class step_result : std::uint8_t {
     blocked,  ///< it waits for another rank; the cursor stays
     failed,  ///< the model found an error (an unusable cost); the replay stops
 };
+
+/// No rank (yet): a stage's owner before any action of it was met.
+inline constexpr std::uint32_t no_rank = 0xFFFFFFFFu;
 
 /// No turn limit: a rank runs until it blocks.
 inline constexpr std::uint32_t run_until_blocked = 0xFFFFFFFFu;
@@ -166,60 +170,20 @@ constexpr verdict deadlock_verdict(const Model& model) {
     return v;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The rules every replay shares.
-// ---------------------------------------------------------------------------------------------
+/// Whether every stage's owner is known when a replay wakes consumers: after validate()'s
+/// structure pass, yes; in a replay that checks as it goes (simulate()'s first try), a stage
+/// not met yet has no_rank.
+enum class owners_known : bool { all = true, partly = false };
 
-/// The action of another stage whose result `a` needs: F of stage s needs F of s-1, B or I of
-/// stage s needs the B or I of s+1 (written as B); W, the first stage's F and the last stage's
-/// backward need none (the last stage's B/I needs its own F, which ran before it on the same
-/// rank). False if `a` needs nothing from another stage.
-[[nodiscard]] constexpr bool cross_stage_input(const action& a, std::uint32_t stages,
-                                               action& input) noexcept {
-    if (a.kind == op::forward) {
-        if (a.stage == 0) return false;
-        input = action{a.stage - 1, op::forward, a.microbatch};
-        return true;
-    }
-    if ((a.kind != op::backward && a.kind != op::backward_input) || a.stage + 1 >= stages) {
-        return false;
-    }
-    input = action{a.stage + 1, op::backward, a.microbatch};
-    return true;
+/// The one rank that can be blocked on the result of `a` owns the stage that reads it
+/// (timing_model.hpp's consumer_stage); wakes it unless it is rank r itself or not known yet.
+template <owners_known Owners, class Engine>
+[[gnu::always_inline]] constexpr void wake_consumer(const action& a, std::uint32_t r, std::uint32_t stages,
+                                                    const std::uint32_t* owners, Engine& engine) {
+    std::uint32_t consumer = 0;
+    if (!consumer_stage(a, stages, consumer)) return;
+    const std::uint32_t w = owners[consumer];
+    if (w != r && (Owners == owners_known::all || w != no_rank)) engine.wake(w);
 }
-
-/// The stage that reads the result of `a`: the next stage for F, the previous one for B or I.
-/// False if nobody does (the last stage's F, the first stage's B or I, every W).
-[[nodiscard]] constexpr bool consumer_stage(const action& a, std::uint32_t stages,
-                                            std::uint32_t& consumer) noexcept {
-    if (a.kind == op::forward && a.stage + 1 < stages) {
-        consumer = a.stage + 1;
-        return true;
-    }
-    if ((a.kind == op::backward || a.kind == op::backward_input) && a.stage > 0) {
-        consumer = a.stage - 1;
-        return true;
-    }
-    return false;
-}
-
-/// Change of a rank's live chunk activations when an op runs: an F allocates one, and it is
-/// freed by a full B or, for a split backward, by the W (I frees nothing: the weight gradient
-/// still needs the stored inputs; Qi et al., the accounting behind ZB-H1's peak of p).
-[[nodiscard]] constexpr int activation_change(op kind) noexcept {
-    if (kind == op::forward) return 1;
-    if (kind == op::backward || kind == op::backward_weight) return -1;
-    return 0;
-}
-
-/// Running count of live activations and its peak, by activation_change().
-struct activation_counter {
-    std::int64_t alive = 0;
-    std::int64_t peak = 0;
-    constexpr void add(op kind) noexcept {
-        alive += activation_change(kind);
-        if (alive > peak) peak = alive;
-    }
-};
 
 } // namespace pipesched::detail

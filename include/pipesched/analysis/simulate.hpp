@@ -1,4 +1,6 @@
-// pipesched: replay a schedule on a cost model.
+// pipesched: replay a schedule on a cost model. The rules it applies (an action's input, when it
+// is there, the costs, the memory rule, overlapped pairs) are timing_model.hpp's; this header
+// runs them over the ranks and says what they come to.
 //
 // Every rank runs its actions in order. An action starts when the rank is free and its input
 // exists: F of stage s needs F of stage s-1, B/I of stage s needs B/I of stage s+1 (same
@@ -53,62 +55,11 @@
 #include "../event.hpp"
 #include "../action.hpp"
 #include "../policy.hpp"
+#include "in_flight.hpp"
+#include "timing_model.hpp"
 #include "validate.hpp"
 
 namespace pipesched {
-
-/// Duration of each compute op on one stage (one chunk of one microbatch).
-struct stage_costs {
-    double forward = 1.0;
-    double backward = 2.0;       ///< a full backward (B)
-    double backward_input = 1.0; ///< I of a split backward
-    double backward_weight = 1.0; ///< W of a split backward
-    /// An overlapped pair whose F runs on this stage ("F&B" in DualPipe's bubble formula);
-    /// negative (the default): F + B of the two actions, no speed-up.
-    double overlapped_forward_backward = -1.0;
-    /// M_B: memory one unit's F allocates on this stage (memory model above).
-    double activation_memory = 1.0;
-    /// M_W: the part of it that W still needs after I; I releases M_B - M_W, W releases M_W.
-    double weight_memory = 1.0;
-};
-
-struct cost_model {
-    stage_costs uniform{};                ///< costs of every stage...
-    std::span<const stage_costs> per_stage{}; ///< ...unless overridden here (index = stage)
-    double p2p_latency = 0.0;             ///< added to every cross-rank dependency
-    bool fill_with_weight = false;        ///< run a ready W instead of idling
-
-    [[nodiscard]] constexpr double duration(const action& a) const noexcept {
-        const stage_costs& c = a.stage < per_stage.size() ? per_stage[a.stage] : uniform;
-        switch (a.kind) {
-        case op::forward: return c.forward;
-        case op::backward: return c.backward;
-        case op::backward_input: return c.backward_input;
-        case op::backward_weight: return c.backward_weight;
-        default: return 0.0;
-        }
-    }
-
-    /// Change of the rank's memory when `a` runs (memory model above).
-    [[nodiscard]] constexpr double memory_change(const action& a) const noexcept {
-        const stage_costs& c = a.stage < per_stage.size() ? per_stage[a.stage] : uniform;
-        switch (a.kind) {
-        case op::forward: return c.activation_memory;
-        case op::backward: return -c.activation_memory;
-        case op::backward_input: return c.weight_memory - c.activation_memory;
-        case op::backward_weight: return -c.weight_memory;
-        default: return 0.0;
-        }
-    }
-
-    /// Duration of an overlapped pair: the F's stage's overlapped_forward_backward if it is
-    /// set, else duration(f) + duration(b). A NaN is passed on, for the replay to refuse.
-    [[nodiscard]] constexpr double overlapped(const action& f, const action& b) const noexcept {
-        const stage_costs& c = f.stage < per_stage.size() ? per_stage[f.stage] : uniform;
-        const double fused = c.overlapped_forward_backward;
-        return fused >= 0.0 || fused != fused ? fused : duration(f) + duration(b);
-    }
-};
 
 /// One executed action with its times, as handed to a timeline sink.
 struct timed_action {
@@ -157,14 +108,6 @@ struct simulation {
 
 namespace detail {
 
-/// True for a usable duration: finite and >= 0 (false for NaN, infinities, negatives).
-[[nodiscard]] constexpr bool usable_cost(double x) noexcept {
-    return x >= 0.0 && x <= 1.7976931348623157e308;
-}
-[[nodiscard]] constexpr bool finite_time(double x) noexcept {
-    return x >= -1.7976931348623157e308 && x <= 1.7976931348623157e308;
-}
-
 /// Makespan, per-rank idle time and bubble fraction from each rank's end and busy time; shared
 /// by the schedule replay and the iteration replay.
 template <class Result, class Rank>
@@ -186,221 +129,45 @@ constexpr void summarise_ranks(Result& out, double Rank::*end, double Rank::*bus
     out.bubble_fraction = fraction / static_cast<double>(out.ranks.size());
 }
 
-/// End times of results that a consumer has not read yet, keyed by (stage, microbatch, kind):
-/// an open-addressing hash table whose size follows the number of entries, not the schedule.
-/// Each result has one consumer, which erases it, so the table holds only the tensors in
-/// flight between stages (plus, with fill_with_weight, the units whose I ran and W did not).
-class pending_times {
-public:
-    enum kind : std::uint64_t { forward_result = 0, backward_result = 1, input_gradient_done = 2 };
+/// A rank's clock and memory while the replay runs it: when it is free, its busy time, its
+/// first start and last end, its memory by cost_model::memory_change() and its activations by
+/// activation_change() (timing_model.hpp). run() is the one place an action changes them; the
+/// simulator's fast loop (run_turn) keeps a copy in registers and calls the same run().
+struct rank_clock {
+    double free_at = 0.0;
+    double busy = 0.0;
+    double first_start = 0.0;
+    double last_end = 0.0;
+    double memory = 0.0;
+    double peak_memory = 0.0;
+    activation_counter activations{};
+    bool started = false;
 
-    [[nodiscard]] static constexpr std::uint64_t key(std::uint32_t stage, std::uint32_t microbatch,
-                                                     kind k) noexcept {
-        return ((std::uint64_t{stage} << 24 | microbatch) << 2) | k;
-    }
-    constexpr void insert(std::uint64_t k, double t) {
-        if ((size_ + 1) * 2 > slots_.size()) grow();
-        std::size_t i = home(k);
-        while (slots_[i].key != empty && slots_[i].key != k) i = (i + 1) & mask_;
-        if (slots_[i].key == empty) ++size_;
-        slots_[i] = {k, t};
-        peak_ = size_ > peak_ ? size_ : peak_;
-    }
-    /// The time stored under k, or `missing`.
-    [[nodiscard]] constexpr double find(std::uint64_t k) const noexcept {
-        if (size_ == 0) return missing;
-        for (std::size_t i = home(k);; i = (i + 1) & mask_) {
-            if (slots_[i].key == k) return slots_[i].time;
-            if (slots_[i].key == empty) return missing;
+    /// An action of `kind` runs from `start` to `end` and changes the memory by `memory_change`;
+    /// `adds_busy` is false for the second action of an overlapped pair (the same computation).
+    [[gnu::always_inline]] constexpr void run(op kind, double start, double end, double memory_change,
+                                              bool adds_busy = true) noexcept {
+        free_at = end;
+        if (adds_busy) busy += end - start;
+        if (!started) {
+            first_start = start;
+            started = true;
         }
+        last_end = end;
+        memory += memory_change;
+        if (memory > peak_memory) peak_memory = memory;
+        activations.add(kind);
     }
-    constexpr void erase(std::uint64_t k) noexcept {
-        if (size_ == 0) return;
-        std::size_t i = home(k);
-        while (slots_[i].key != k) {
-            if (slots_[i].key == empty) return;
-            i = (i + 1) & mask_;
-        }
-        // Backward-shift deletion: no tombstones, so lookups stay short.
-        std::size_t hole = i;
-        for (std::size_t j = (i + 1) & mask_; slots_[j].key != empty; j = (j + 1) & mask_) {
-            const std::size_t h = home(slots_[j].key);
-            const bool movable = hole <= j ? (h <= hole || h > j) : (h <= hole && h > j);
-            if (movable) {
-                slots_[hole] = slots_[j];
-                hole = j;
-            }
-        }
-        slots_[hole] = {empty, 0.0};
-        --size_;
+    /// What the rank's summary reports (its idle time comes with the makespan).
+    [[nodiscard]] constexpr rank_summary summary() const noexcept {
+        rank_summary out{};
+        out.busy = busy;
+        out.peak_activations = static_cast<std::uint32_t>(activations.peak);
+        out.peak_memory = peak_memory;
+        out.first_start = first_start;
+        out.last_end = last_end;
+        return out;
     }
-    [[nodiscard]] constexpr std::size_t peak() const noexcept { return peak_; }
-    [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
-
-    static constexpr double missing = -1.0; // every stored time is >= 0
-
-private:
-    static constexpr std::uint64_t empty = ~std::uint64_t{0};
-    struct slot {
-        std::uint64_t key = empty;
-        double time = 0.0;
-    };
-    [[nodiscard]] constexpr std::size_t home(std::uint64_t k) const noexcept {
-        return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
-    }
-    constexpr void grow() {
-        std::vector<slot> old = std::move(slots_);
-        const std::size_t capacity = old.empty() ? 64 : old.size() * 2;
-        slots_.assign(capacity, slot{});
-        mask_ = capacity - 1;
-        size_ = 0;
-        for (const slot& e : old) {
-            if (e.key != empty) insert(e.key, e.time);
-        }
-    }
-
-    std::vector<slot> slots_{};
-    std::size_t mask_ = 0;
-    std::size_t size_ = 0;
-    std::size_t peak_ = 0;
-};
-
-/// End times of the results in flight between stages, keyed by (stage, microbatch, kind).
-/// A stage's results are mostly read in about the order they were produced, a few at a time,
-/// so each (stage, forward or backward result) has a small direct-mapped ring indexed by the
-/// microbatch modulo its size: one compare finds or frees an entry, where the hash table
-/// costs a multiply, a probe loop and a backward shift. A result whose slot is taken (an order
-/// that runs far ahead of its consumer, or an explicit schedule in any order) and every
-/// input_gradient_done entry go to pending_times, so any order gives the same answers; only
-/// the speed depends on it. Memory: stages x 2 x ring slots (bounded by ranks x chunks, not
-/// by the microbatches) plus the overflow.
-class in_flight_results {
-public:
-    using kind = pending_times::kind;
-    static constexpr double missing = pending_times::missing;
-
-    static constexpr std::uint32_t default_ring_bits = 6; // 64 slots: two 64-action turns in flight
-
-    /// Rings of 2^ring_bits slots, fewer if the microbatches fit (0: one slot, nearly every
-    /// result in the overflow table; the tests compare the two).
-    constexpr void reset(std::uint32_t stages, std::uint32_t microbatches,
-                         std::uint32_t ring_bits = default_ring_bits) {
-        const std::uint32_t most = ring_bits < default_ring_bits ? ring_bits : default_ring_bits;
-        ring_bits_ = 0;
-        while (ring_bits_ < most && (std::uint32_t{1} << ring_bits_) < microbatches) ++ring_bits_;
-        ring_mask_ = (std::uint32_t{1} << ring_bits_) - 1;
-        const std::size_t slots = (std::size_t{stages} * 2) << ring_bits_;
-        tags_.assign(slots, empty);
-        times_.assign(slots, 0.0);
-    }
-    constexpr void insert(std::uint32_t stage, std::uint32_t mb, kind k, double t) {
-        if (k != pending_times::input_gradient_done) {
-            const std::size_t i = slot(stage, mb, k);
-            if (tags_[i] == empty || tags_[i] == mb) {
-                if (tags_[i] == empty) {
-                    if (overflow_.size() != 0) overflow_.erase(pending_times::key(stage, mb, k)); // a key lives in one place
-                    ++in_rings_;
-                }
-                tags_[i] = mb;
-                times_[i] = t;
-                note_peak();
-                return;
-            }
-        }
-        overflow_.insert(pending_times::key(stage, mb, k), t);
-        note_peak();
-    }
-    [[nodiscard]] constexpr double find(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
-        if (k != pending_times::input_gradient_done) {
-            const std::size_t i = slot(stage, mb, k);
-            if (tags_[i] == mb) return times_[i];
-        }
-        return overflow_.find(pending_times::key(stage, mb, k));
-    }
-    constexpr void erase(std::uint32_t stage, std::uint32_t mb, kind k) noexcept {
-        if (k != pending_times::input_gradient_done) {
-            const std::size_t i = slot(stage, mb, k);
-            if (tags_[i] == mb) {
-                tags_[i] = empty;
-                --in_rings_;
-                return;
-            }
-        }
-        overflow_.erase(pending_times::key(stage, mb, k));
-    }
-    /// Most results held at once.
-    [[nodiscard]] constexpr std::size_t peak() const noexcept { return peak_; }
-
-    /// The rings' layout as values, for a loop that keeps them in registers (through the
-    /// object, every store to a ring could alias them and forces a reload). Its find, insert
-    /// and erase are the ones above for the forward and backward results.
-    class rings {
-    public:
-        [[nodiscard]] constexpr double find(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
-            const std::size_t i = slot(stage, mb, k);
-            return tags_[i] == mb ? times_[i] : owner_->overflow_.find(pending_times::key(stage, mb, k));
-        }
-        [[gnu::always_inline]] constexpr void insert(std::uint32_t stage, std::uint32_t mb, kind k, double t) const {
-            const std::size_t i = slot(stage, mb, k);
-            if (tags_[i] != empty || owner_->overflow_.size() != 0) return owner_->insert(stage, mb, k, t);
-            tags_[i] = mb;
-            times_[i] = t;
-            ++owner_->in_rings_;
-            owner_->note_peak();
-        }
-        constexpr void erase(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
-            const std::size_t i = slot(stage, mb, k);
-            if (tags_[i] != mb) return owner_->erase(stage, mb, k);
-            tags_[i] = empty;
-            --owner_->in_rings_;
-        }
-        /// find(), and erase() when found: for the one reader of a result, one slot lookup.
-        [[gnu::always_inline]] constexpr double take(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
-            const std::size_t i = slot(stage, mb, k);
-            if (tags_[i] == mb) {
-                tags_[i] = empty;
-                --owner_->in_rings_;
-                return times_[i];
-            }
-            const double t = owner_->overflow_.find(pending_times::key(stage, mb, k));
-            if (t != missing) owner_->overflow_.erase(pending_times::key(stage, mb, k));
-            return t;
-        }
-
-    private:
-        friend class in_flight_results;
-        constexpr rings(in_flight_results& owner) noexcept
-            : owner_{&owner}, tags_{owner.tags_.data()}, times_{owner.times_.data()},
-              bits_{owner.ring_bits_}, mask_{owner.ring_mask_} {}
-        [[nodiscard]] constexpr std::size_t slot(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
-            return ((std::size_t{stage} * 2 + static_cast<std::size_t>(k)) << bits_) | (mb & mask_);
-        }
-        in_flight_results* owner_;
-        std::uint32_t* tags_;
-        double* times_;
-        std::uint32_t bits_;
-        std::uint32_t mask_;
-    };
-    [[nodiscard]] constexpr rings view() noexcept { return rings{*this}; }
-
-private:
-    static constexpr std::uint32_t empty = 0xFFFFFFFFu; // no microbatch: they are < 0xFFFFFFFF
-
-    [[nodiscard]] constexpr std::size_t slot(std::uint32_t stage, std::uint32_t mb, kind k) const noexcept {
-        return ((std::size_t{stage} * 2 + static_cast<std::size_t>(k)) << ring_bits_) | (mb & ring_mask_);
-    }
-    constexpr void note_peak() noexcept {
-        const std::size_t held = in_rings_ + overflow_.size();
-        peak_ = held > peak_ ? held : peak_;
-    }
-
-    std::vector<std::uint32_t> tags_{};
-    std::vector<double> times_{};
-    std::uint32_t ring_bits_ = 0;
-    std::uint32_t ring_mask_ = 0;
-    std::size_t in_rings_ = 0;
-    std::size_t peak_ = 0;
-    pending_times overflow_{};
 };
 
 /// The cost-model replay. Memory: the structure check's table of one byte per (stage,
@@ -470,11 +237,8 @@ private:
         cursor_t weights{};       ///< scans ahead for the next W (fill_with_weight only)
         std::uint32_t position = 0;
         std::uint32_t weight_position = 0; ///< W's in [position, weight_position) ran early
-        double free_at = 0.0;
-        activation_counter activations{};
-        double memory = 0.0;
+        rank_clock clock{};
         std::uint32_t waiting_stage = 0; ///< blocked: the stage whose result it needs
-        bool started = false;
     };
 
     static constexpr verdict cost_error(verdict_code code, std::uint32_t r, std::uint32_t index,
@@ -498,62 +262,55 @@ private:
         return claim_action(r, a, stages_, microbatches_, owner_.data());
     }
 
-    /// The result `a` needs from another stage (replay.hpp's rule); false if none.
+    /// The result `a` needs from another stage (timing_model.hpp's rule); false if none.
     [[nodiscard]] constexpr bool dependency(const action& a, action& input) const noexcept {
         return cross_stage_input(a, stages_, input);
     }
-    [[nodiscard]] static constexpr in_flight_results::kind result_kind(const action& input) noexcept {
-        return input.kind == op::forward ? pending_times::forward_result : pending_times::backward_result;
+    /// Where the result of an F (the activation) or a B or I (the gradient) waits in flight.
+    [[nodiscard]] static constexpr in_flight_results::kind result_kind(op kind) noexcept {
+        return static_cast<in_flight_results::kind>(tensor_of(kind));
+    }
+    /// When a result produced at `produced` by `input`'s stage can be used on rank r.
+    [[nodiscard, gnu::always_inline]] constexpr double arrival(double produced, const action& input,
+                                                               std::uint32_t r) const noexcept {
+        return detail::input_ready(produced, owner_[input.stage] == r, costs_.p2p_latency);
+    }
+    /// The result of `a` goes in flight when another stage reads it (consumer_stage).
+    template <class Results>
+    [[gnu::always_inline]] constexpr void publish(Results&& results, const action& a, double end) const {
+        std::uint32_t consumer = 0;
+        if (consumer_stage(a, stages_, consumer)) results.insert(a.stage, a.microbatch, result_kind(a.kind), end);
     }
 
     /// When the input of `a` is available on rank r; pending_times::missing if not produced yet.
     [[nodiscard]] constexpr double input_ready(const action& a, std::uint32_t r) noexcept {
         action input{};
         if (!dependency(a, input)) return 0.0;
-        const double t = pending_.find(input.stage, input.microbatch, result_kind(input));
+        const double t = pending_.find(input.stage, input.microbatch, result_kind(input.kind));
         if (t == pending_times::missing) {
             state_[r].waiting_stage = input.stage;
             return t;
         }
-        return owner_[input.stage] == r ? t : t + costs_.p2p_latency;
+        return arrival(t, input, r);
     }
     /// The input of `a` has been used: nobody else reads it.
     constexpr void consume_input(const action& a) noexcept {
         action input{};
-        if (dependency(a, input)) pending_.erase(input.stage, input.microbatch, result_kind(input));
+        if (dependency(a, input)) pending_.erase(input.stage, input.microbatch, result_kind(input.kind));
     }
 
     /// Runs `a` from `start` for `duration`; `adds_busy` is false for the second action of a
     /// pair. False (with failure_ set) for an unusable duration or a time beyond a double.
-    constexpr bool execute(simulation& out, std::uint32_t r, rank_state& st, std::uint32_t index,
-                           const action& a, double start, double duration, bool adds_busy = true) {
+    constexpr bool execute(std::uint32_t r, rank_state& st, std::uint32_t index, const action& a, double start,
+                           double duration, bool adds_busy = true) {
         if (!usable_cost(duration)) return fail(verdict_code::invalid_cost, r, index, a, duration);
         const double end = start + duration;
         if (!finite_time(end)) return fail(verdict_code::time_overflow, r, index, a, start);
-        st.free_at = end;
-        rank_summary& sum = out.ranks[r];
-        if (adds_busy) sum.busy += end - start;
-        if (!st.started) {
-            sum.first_start = start;
-            st.started = true;
-        }
-        sum.last_end = end;
-        st.memory += costs_.memory_change(a);
-        if (st.memory > sum.peak_memory) sum.peak_memory = st.memory;
-        st.activations.add(a.kind);
-        sum.peak_activations = static_cast<std::uint32_t>(st.activations.peak);
-        if (a.kind == op::forward) {
-            if (a.stage + 1 < stages_) {
-                pending_.insert(a.stage, a.microbatch, pending_times::forward_result, end);
-            }
-        } else if (a.kind == op::backward || a.kind == op::backward_input) {
-            if (a.stage > 0) {
-                pending_.insert(a.stage, a.microbatch, pending_times::backward_result, end);
-            }
-            if (a.kind == op::backward_input && costs_.fill_with_weight) {
-                pending_.insert(a.stage, a.microbatch, pending_times::input_gradient_done, end);
-            }
-        } else if (costs_.fill_with_weight) {
+        st.clock.run(a.kind, start, end, costs_.memory_change(a), adds_busy);
+        publish(pending_, a, end);
+        if (a.kind == op::backward_input) {
+            if (costs_.fill_with_weight) pending_.insert(a.stage, a.microbatch, pending_times::input_gradient_done, end);
+        } else if (a.kind == op::backward_weight && costs_.fill_with_weight) {
             pending_.erase(a.stage, a.microbatch, pending_times::input_gradient_done);
         }
         sink_.push(timed_action{r, index, a, start, end});
@@ -562,12 +319,12 @@ private:
 
     /// With fill_with_weight: run ready W's of this rank while it would otherwise idle until
     /// `ready`. The W's run in the rank's order; the first whose I has not run stops the fill.
-    constexpr bool fill_idle(simulation& out, std::uint32_t r, rank_state& st, double ready) {
+    constexpr bool fill_idle(std::uint32_t r, rank_state& st, double ready) {
         while (st.weight_position < st.position && !st.weights.done()) { // catch up with the rank
             st.weights.advance();
             ++st.weight_position;
         }
-        while (st.free_at < ready) {
+        while (st.clock.free_at < ready) {
             while (!st.weights.done() && st.weights.current().kind != op::backward_weight) {
                 st.weights.advance();
                 ++st.weight_position;
@@ -577,7 +334,7 @@ private:
             if (pending_.find(w.stage, w.microbatch, pending_times::input_gradient_done) == pending_times::missing) {
                 return true; // its I has not run yet
             }
-            if (!execute(out, r, st, st.weight_position, w, st.free_at, costs_.duration(w))) return false;
+            if (!execute(r, st, st.weight_position, w, st.clock.free_at, costs_.duration(w))) return false;
             st.weights.advance();
             ++st.weight_position;
         }
@@ -606,7 +363,7 @@ public:
     constexpr step_result step(std::uint32_t r, Engine& engine) {
         rank_state& st = state_[r];
         const action a = st.next.current();
-        if (a.kind == op::overlap_f_b || a.overlapped_with_next) return run_pair(*out_, r, engine);
+        if (a.kind == op::overlap_f_b || a.overlapped_with_next) return run_pair(r, engine);
         if (a.kind == op::backward_weight && st.position < st.weight_position) { // ran early
             st.next.advance();
             ++st.position;
@@ -614,11 +371,11 @@ public:
         }
         const double ready = input_ready(a, r);
         if (ready == pending_times::missing) return step_result::blocked;
-        if (costs_.fill_with_weight && !fill_idle(*out_, r, st, ready)) return step_result::failed;
-        const double start = ready > st.free_at ? ready : st.free_at;
-        if (!execute(*out_, r, st, st.position, a, start, costs_.duration(a))) return step_result::failed;
+        if (costs_.fill_with_weight && !fill_idle(r, st, ready)) return step_result::failed;
+        const double start = start_time(ready, st.clock.free_at);
+        if (!execute(r, st, st.position, a, start, costs_.duration(a))) return step_result::failed;
         consume_input(a);
-        wake_consumer(a, r, engine);
+        wake_consumer<owners_known::partly>(a, r, stages_, owner_.data(), engine);
         st.next.advance();
         ++st.position;
         return st.next.done() ? step_result::finished : step_result::ran;
@@ -639,41 +396,14 @@ public:
             return s;
         }
         rank_state& st = state_[r];
-        rank_summary& sum = out_->ranks[r];
         cursor_t& c = st.next; // in place: a copy costs more than it saves (advance() is a call)
         std::uint32_t position = st.position;
-        double free_at = st.free_at;
-        double memory = st.memory;
-        activation_counter activations = st.activations;
-        bool started = st.started;
-        double busy = sum.busy;
-        double first_start = sum.first_start;
-        double last_end = sum.last_end;
-        double peak_memory = sum.peak_memory;
+        rank_clock clock = st.clock; // a copy, in registers
         const in_flight_results::rings in_flight = pending_.view();
         const bool uniform = uniform_;
         const auto store = [&] {
             st.position = position;
-            st.free_at = free_at;
-            st.memory = memory;
-            st.activations = activations;
-            st.started = started;
-            sum.busy = busy;
-            sum.first_start = first_start;
-            sum.last_end = last_end;
-            sum.peak_memory = peak_memory;
-            sum.peak_activations = static_cast<std::uint32_t>(activations.peak);
-        };
-        const auto load = [&] {
-            position = st.position;
-            free_at = st.free_at;
-            memory = st.memory;
-            activations = st.activations;
-            started = st.started;
-            busy = sum.busy;
-            first_start = sum.first_start;
-            last_end = sum.last_end;
-            peak_memory = sum.peak_memory;
+            st.clock = clock;
         };
         for (;;) {
             if (budget-- == 0) {
@@ -683,35 +413,34 @@ public:
             const action a = c.current();
             if (a.kind == op::overlap_f_b || a.overlapped_with_next) {
                 store();
-                const step_result s = run_pair(*out_, r, engine);
+                const step_result s = run_pair(r, engine);
                 if (s != step_result::ran) return s;
-                load();
+                position = st.position;
+                clock = st.clock;
                 continue;
             }
             if (checker_ != nullptr && !claim(r, a)) {
                 store();
                 return step_result::failed;
             }
-            // input_ready()
+            // input_ready(), taking the input at once: a step that fails after this ends the replay.
             double ready = 0.0;
             action input{};
-            const bool needs_input = cross_stage_input(a, stages_, input);
-            if (needs_input) {
-                // Taken now: a step that fails after this ends the replay.
-                const double t = in_flight.take(input.stage, input.microbatch, result_kind(input));
+            if (dependency(a, input)) {
+                const double t = in_flight.take(input.stage, input.microbatch, result_kind(input.kind));
                 if (t == pending_times::missing) {
                     st.waiting_stage = input.stage;
                     store();
                     return step_result::blocked;
                 }
-                ready = owner_[input.stage] == r ? t : t + costs_.p2p_latency;
+                ready = arrival(t, input, r);
             }
             if (checker_ != nullptr && !checker_->record_unit(a)) {
                 store();
                 return step_result::failed;
             }
-            const double start = ready > free_at ? ready : free_at;
-            // execute()
+            const double start = start_time(ready, clock.free_at);
+            // execute(), with the uniform costs from the tables replay() filled
             double duration = 0.0;
             if (uniform) {
                 duration = uniform_duration_[static_cast<std::size_t>(a.kind)]; // usable: replay() checked
@@ -729,23 +458,11 @@ public:
                 fail(verdict_code::time_overflow, r, position, a, start);
                 return step_result::failed;
             }
-            free_at = end;
-            busy += end - start;
-            if (!started) {
-                first_start = start;
-                started = true;
-            }
-            last_end = end;
-            memory += uniform ? uniform_memory_[static_cast<std::size_t>(a.kind)] : costs_.memory_change(a);
-            if (memory > peak_memory) peak_memory = memory;
-            activations.add(a.kind);
-            if (a.kind == op::forward) {
-                if (a.stage + 1 < stages_) in_flight.insert(a.stage, a.microbatch, pending_times::forward_result, end);
-            } else if (a.kind == op::backward || a.kind == op::backward_input) {
-                if (a.stage > 0) in_flight.insert(a.stage, a.microbatch, pending_times::backward_result, end);
-            }
+            clock.run(a.kind, start, end,
+                      uniform ? uniform_memory_[static_cast<std::size_t>(a.kind)] : costs_.memory_change(a));
+            publish(in_flight, a, end);
             sink_.push(timed_action{r, position, a, start, end});
-            wake_consumer(a, r, engine);
+            wake_consumer<owners_known::partly>(a, r, stages_, owner_.data(), engine);
             c.advance();
             ++position;
             if (c.done()) {
@@ -762,20 +479,22 @@ private:
         state_.assign(p, rank_state{});
         pending_.reset(stages_, src_.microbatches(), ring_bits_);
         uniform_ = costs_.per_stage.empty();
-        const stage_costs& u = costs_.uniform;
-        // cost_model::duration() and memory_change() of every compute op, for uniform costs.
-        uniform_duration_ = {u.forward, u.backward, u.backward_input, u.backward_weight};
-        uniform_memory_ = {u.activation_memory, -u.activation_memory,
-                           u.weight_memory - u.activation_memory, -u.weight_memory};
-        // An unusable duration is checked, and named, where an action first uses it.
-        for (const double d : uniform_duration_) uniform_ = uniform_ && usable_cost(d);
+        // cost_model::duration() and memory_change() of every compute op, for uniform costs. An
+        // unusable duration is checked, and named, where an action first uses it.
+        for (std::size_t k = 0; k < uniform_duration_.size(); ++k) {
+            const action a{0, static_cast<op>(k), 0};
+            uniform_duration_[k] = costs_.duration(a);
+            uniform_memory_[k] = costs_.memory_change(a);
+            uniform_ = uniform_ && usable_cost(uniform_duration_[k]);
+        }
         for (std::uint32_t r = 0; r < p; ++r) {
             state_[r].next = src_.cursor(r);
             if (costs_.fill_with_weight) state_[r].weights = src_.cursor(r);
         }
-        out_ = &out;
         replay_engine<simulator, turn> engine{*this};
-        return engine.run();
+        if (!engine.run()) return false;
+        for (std::uint32_t r = 0; r < p; ++r) out.ranks[r] = state_[r].clock.summary();
+        return true;
     }
 
     /// The first try (run()): the replay with validate()'s structural checks per action. False
@@ -800,7 +519,7 @@ private:
     /// Runs the overlapped pair at the rank's cursor (a marker or a flagged F) and moves the
     /// cursor past it; blocked if an input of either action is missing.
     template <class Engine>
-    constexpr step_result run_pair(simulation& out, std::uint32_t r, Engine& engine) {
+    constexpr step_result run_pair(std::uint32_t r, Engine& engine) {
         rank_state& st = state_[r];
         auto second = st.next;
         std::uint32_t index = st.position;
@@ -825,30 +544,20 @@ private:
             return step_result::failed;
         }
         const double ready = ready_f > ready_b ? ready_f : ready_b;
-        if (costs_.fill_with_weight && !fill_idle(out, r, st, ready)) return step_result::failed;
-        const double start = ready > st.free_at ? ready : st.free_at;
+        if (costs_.fill_with_weight && !fill_idle(r, st, ready)) return step_result::failed;
+        const double start = start_time(ready, st.clock.free_at);
         const double duration = costs_.overlapped(f, b);
         f.overlapped_with_next = true;
-        if (!execute(out, r, st, index, f, start, duration)) return step_result::failed;
-        if (!execute(out, r, st, index + 1, b, start, duration, false)) return step_result::failed; // the same computation
+        if (!execute(r, st, index, f, start, duration)) return step_result::failed;
+        if (!execute(r, st, index + 1, b, start, duration, false)) return step_result::failed; // the same computation
         consume_input(f);
         consume_input(b);
-        wake_consumer(f, r, engine);
-        wake_consumer(b, r, engine);
+        wake_consumer<owners_known::partly>(f, r, stages_, owner_.data(), engine);
+        wake_consumer<owners_known::partly>(b, r, stages_, owner_.data(), engine);
         second.advance();
         st.next = second;
         st.position = index + 2;
         return st.next.done() ? step_result::finished : step_result::ran;
-    }
-
-    /// The one rank that can be blocked on the result of `a` is the owner of the next stage
-    /// (for F) or the previous stage (for B/I).
-    template <class Engine>
-    [[gnu::always_inline]] constexpr void wake_consumer(const action& a, std::uint32_t r, Engine& engine) {
-        std::uint32_t consumer = 0;
-        if (!consumer_stage(a, stages_, consumer)) return;
-        const std::uint32_t w = owner_[consumer];
-        if (w != r && w != no_rank) engine.wake(w); // no_rank: the first try has not met that stage yet
     }
 
     const Source& src_;
@@ -859,7 +568,6 @@ private:
     std::uint32_t ring_bits_;
     std::vector<std::uint32_t> owner_;
     std::vector<rank_state> state_;
-    simulation* out_ = nullptr; ///< the result being filled, during replay()
     in_flight_results pending_;
     verdict failure_{};
     validator<Source>* checker_ = nullptr; ///< the first try's structural checks, while it runs

@@ -298,7 +298,7 @@ public:
             case op::recv_activation:
             case op::recv_gradient: {
                 const bool grad = e.kind == op::recv_gradient;
-                const std::size_t k = slot(grad ? s + 1 : s - 1, e.microbatch, grad);
+                const std::size_t k = slot(upstream_of(tensor_moved(e.kind), s), e.microbatch, grad);
                 if (arrival_[k] == unset) return step_result::blocked;
                 const double posted_at = posted_[k] > st.free_at ? posted_[k] : st.free_at;
                 expose(out, r, comm_kind::p2p, posted_at, arrival_[k]);
@@ -317,22 +317,16 @@ public:
                 engine.wake(e.peer);
                 break;
             }
-            case op::grad_sync: {
+            case op::grad_sync:
+            case op::param_gather: { // on the communication stream, in launch order
                 const double start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
                 const double d = costs_.transfer(e, s);
                 if (!usable(start, d, r, e)) return step_result::failed;
                 st.comm_free = start + d;
+                const bool blocks = e.kind == op::param_gather; // grad_sync overlaps what follows
+                if (blocks) expose(out, r, comm_kind::param_gather, st.free_at, st.comm_free);
                 record(out, r, e, start, st.comm_free, true);
-                break;
-            }
-            case op::param_gather: {
-                const double start = st.free_at > st.comm_free ? st.free_at : st.comm_free;
-                const double d = costs_.transfer(e, s);
-                if (!usable(start, d, r, e)) return step_result::failed;
-                st.comm_free = start + d;
-                expose(out, r, comm_kind::param_gather, st.free_at, st.comm_free);
-                record(out, r, e, start, st.comm_free, true);
-                st.free_at = st.comm_free;
+                if (blocks) st.free_at = st.comm_free;
                 break;
             }
             case op::grad_norm: {

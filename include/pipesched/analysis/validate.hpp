@@ -40,20 +40,10 @@
 #include "../shape.hpp"
 #include "../sink.hpp"
 #include "replay.hpp"
+#include "sources.hpp"
 #include "verdict.hpp"
 
 namespace pipesched {
-
-/// Sequences of actions per rank, the form validate() works on. Policies and lists of actions
-/// (for example a schedule read from CSV) are adapted to it below.
-template <class S>
-concept action_source = requires(const S& s, std::uint32_t rank) {
-    { s.ranks() } -> std::same_as<std::uint32_t>;
-    { s.stages() } -> std::same_as<std::uint32_t>;
-    { s.microbatches() } -> std::same_as<std::uint32_t>;
-    { s.cursor(rank).done() } -> std::same_as<bool>;
-    { s.cursor(rank).current() } -> std::same_as<action>;
-};
 
 namespace detail {
 
@@ -67,8 +57,6 @@ enum unit_bits : unit_flags {
     done_f = 16,
     done_b = 32, // B or I has run: the gradient for the previous stage exists
 };
-
-inline constexpr std::uint32_t no_rank = 0xFFFFFFFFu;
 
 // The first-pass rules that a replay checking as it goes (simulate()'s first try, simulate.hpp)
 // applies to each action when it meets it.
@@ -84,15 +72,6 @@ inline constexpr std::uint32_t no_rank = 0xFFFFFFFFu;
     if (owner != no_rank) return false;
     owners[a.stage] = r;
     return true;
-}
-
-/// An overlapped pair: an F (flagged, unless a marker opened the pair), then a B or I of
-/// another unit, not flagged (the rule check_pair() applies one action at a time).
-[[nodiscard]] constexpr bool well_formed_pair(bool marker, const action& f, const action& b) noexcept {
-    const bool backward = b.kind == op::backward || b.kind == op::backward_input;
-    const bool same_unit = b.stage == f.stage && b.microbatch == f.microbatch;
-    return f.kind == op::forward && !(marker && f.overlapped_with_next) && backward && !same_unit &&
-           !b.overlapped_with_next;
 }
 
 template <class Source>
@@ -194,19 +173,12 @@ private:
     constexpr bool check_pair(std::uint32_t r, std::uint32_t i, const action& a) {
         const bool after_marker = pair_state_ == pair_after_marker;
         if (after_marker || (pair_state_ == pair_none && a.overlapped_with_next)) {
-            // The first of a pair: an F, not flagged again after a marker.
-            if (a.kind != op::forward || (after_marker && a.overlapped_with_next)) {
-                return fail(verdict_code::malformed_overlap, r, i, a);
-            }
+            // The first of a pair (timing_model.hpp's opens_pair).
+            if (!opens_pair(after_marker, a)) return fail(verdict_code::malformed_overlap, r, i, a);
             pair_state_ = pair_after_first;
             pair_first_ = a;
-        } else if (pair_state_ == pair_after_first) { // the second: B or I of another unit
-            const bool backward = a.kind == op::backward || a.kind == op::backward_input;
-            const bool same_unit =
-                a.stage == pair_first_.stage && a.microbatch == pair_first_.microbatch;
-            if (!backward || same_unit || a.overlapped_with_next) {
-                return fail(verdict_code::malformed_overlap, r, i, a);
-            }
+        } else if (pair_state_ == pair_after_first) { // the second (closes_pair)
+            if (!closes_pair(pair_first_, a)) return fail(verdict_code::malformed_overlap, r, i, a);
             pair_state_ = pair_none;
         }
         return false;
@@ -344,10 +316,7 @@ private:
             if (a.kind == op::backward_weight) return;
             const bool forward = a.kind == op::forward;
             v_.bits_[v_.unit_index(a)] |= forward ? done_f : done_b;
-            std::uint32_t consumer = 0;
-            if (!consumer_stage(a, v_.stages_, consumer)) return;
-            const std::uint32_t w = v_.owner_[consumer];
-            if (w != r) engine.wake(w);
+            wake_consumer<owners_known::all>(a, r, v_.stages_, v_.owner_.data(), engine);
         }
 
         validator& v_;
@@ -373,87 +342,6 @@ private:
     verdict result_{};
     pair_step pair_state_ = pair_none; ///< first pass, current rank
     action pair_first_{};              ///< the marker or F that opened the pair
-};
-
-/// A policy seen as per-rank actions with global stage numbers.
-template <schedule_policy P>
-class policy_actions {
-public:
-    constexpr explicit policy_actions(const P& pol) : pol_{pol} {}
-    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return shape().ranks; }
-    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return shape().stages(); }
-    [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept {
-        return shape().microbatches;
-    }
-
-    class cursor_type {
-    public:
-        constexpr cursor_type() = default;
-        constexpr cursor_type(const P& pol, std::uint32_t rank) : pol_{&pol}, inner_{pol.cursor(rank)} {}
-        [[nodiscard]] constexpr bool done() const { return inner_.done(); }
-        [[nodiscard, gnu::always_inline]] constexpr action current() const { return to_action(*pol_, inner_.current()); }
-        [[gnu::always_inline]] constexpr void advance() { inner_.advance(); }
-
-    private:
-        const P* pol_ = nullptr;
-        decltype(std::declval<const P&>().cursor(0u)) inner_{};
-    };
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
-        return cursor_type{pol_, rank};
-    }
-
-    /// Calls f(action) for every action of the rank, through the policy's emit path.
-    template <class F>
-    constexpr void for_each(std::uint32_t rank, F& f) const {
-        struct to_actions {
-            const P* pol;
-            F* f;
-            constexpr void push(const event& e) const { (*f)(to_action(*pol, e)); }
-        };
-        emit(pol_, rank, to_actions{&pol_, &f});
-    }
-
-private:
-    [[nodiscard]] constexpr pipesched::shape shape() const noexcept { return pol_.shape; }
-    const P& pol_;
-};
-
-/// A cursor over one rank's list of actions or events held by the caller.
-template <class T>
-class list_cursor {
-public:
-    constexpr list_cursor() = default;
-    constexpr explicit list_cursor(std::span<const T> items) : items_{items} {}
-    [[nodiscard]] constexpr bool done() const noexcept { return next_ == items_.size(); }
-    [[nodiscard]] constexpr T current() const noexcept { return items_[next_]; }
-    constexpr void advance() noexcept { ++next_; }
-
-private:
-    std::span<const T> items_{};
-    std::size_t next_ = 0;
-};
-
-/// Lists of actions, one per rank (for example a schedule read from CSV).
-class action_lists {
-public:
-    constexpr action_lists(std::span<const std::vector<action>> per_rank, std::uint32_t stages,
-                           std::uint32_t microbatches) noexcept
-        : per_rank_{per_rank}, stages_{stages}, microbatches_{microbatches} {}
-    [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
-        return static_cast<std::uint32_t>(per_rank_.size());
-    }
-    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return stages_; }
-    [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept { return microbatches_; }
-
-    using cursor_type = list_cursor<action>;
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const noexcept {
-        return cursor_type{per_rank_[rank]};
-    }
-
-private:
-    std::span<const std::vector<action>> per_rank_;
-    std::uint32_t stages_;
-    std::uint32_t microbatches_;
 };
 
 } // namespace detail

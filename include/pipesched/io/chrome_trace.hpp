@@ -47,9 +47,11 @@
 #include <vector>
 
 #include "../analysis/simulate.hpp"
+#include "../analysis/timing_model.hpp"
 #include "detail/timeline_layout.hpp"
 #include "../event.hpp"
 #include "../action.hpp"
+#include "../stage_map.hpp"
 #include "json.hpp"
 
 namespace pipesched {
@@ -300,11 +302,10 @@ private:
             const timed_action& consumer = records_[i];
             const action& a = consumer.what;
             std::size_t producer = none;
-            if (a.kind == op::forward && a.stage > 0) {
-                producer = forward[std::size_t{a.stage - 1} * m + a.microbatch];
-            } else if ((a.kind == op::backward || a.kind == op::backward_input) &&
-                       a.stage + 1 < layout_.stages) {
-                producer = backward[std::size_t{a.stage + 1} * m + a.microbatch];
+            action input{}; // timing_model.hpp's rule: F of s-1 or B/I of s+1
+            if (detail::cross_stage_input(a, layout_.stages, input)) {
+                const std::size_t unit = std::size_t{input.stage} * m + a.microbatch;
+                producer = input.kind == op::forward ? forward[unit] : backward[unit];
             }
             if (producer == none || records_[producer].rank == consumer.rank) continue;
             ++id;
@@ -375,22 +376,23 @@ template <class Write>
 class chrome_trace_stream {
 public:
     /// A stage_owner entry for a stage that no rank runs.
-    static constexpr std::uint32_t no_owner = detail::no_owner;
+    static constexpr std::uint32_t no_owner = stage_map::no_rank;
 
     /// Stages placed by a policy's placement and shape.
     chrome_trace_stream(Write write, placement layout, shape dims, const trace_options& options = {})
-        : chrome_trace_stream(std::move(write), owners_of(layout, dims), dims.ranks, options) {}
+        : chrome_trace_stream(std::move(write), stage_map{layout, dims}, dims.ranks, options) {}
 
     /// Stage s runs on rank stage_owner[s] (no_owner: on none), for example as
     /// infer_placement() reads it from a CSV file; `ranks` tracks are drawn.
     chrome_trace_stream(Write write, std::vector<std::uint32_t> stage_owner, std::uint32_t ranks,
                         const trace_options& options = {})
-        : text_{std::move(write), options}, flows_{options.flows}, owner_{std::move(stage_owner)},
-          chunk_(owner_.size(), 0), used_(std::size_t{ranks} * 3, 0), ranks_{ranks} {
-        std::vector<std::uint32_t> count(ranks, 0);
-        for (std::size_t s = 0; s < owner_.size(); ++s) {
-            if (owner_[s] < ranks) chunk_[s] = count[owner_[s]]++;
-        }
+        : chrome_trace_stream(std::move(write), stage_map{std::move(stage_owner), ranks}, ranks, options) {}
+
+    /// Stages where `stages` puts them (for example stage_map::of_actions of a schedule read
+    /// from CSV); `ranks` tracks are drawn.
+    chrome_trace_stream(Write write, stage_map stages, std::uint32_t ranks, const trace_options& options = {})
+        : text_{std::move(write), options}, flows_{options.flows}, stages_{std::move(stages)},
+          used_(std::size_t{ranks} * 3, 0), ranks_{ranks} {
         text_.metadata("process_name", 0, "name", &options.process_name, 0);
         for (std::uint32_t r = 0; r < ranks_; ++r) text_.track_names(r, trace_track::compute, ranks_);
     }
@@ -404,21 +406,19 @@ public:
             if (used == 0) text_.track_names(t.rank, track, ranks_);
             used = 1;
         }
-        text_.slice(t, ranks_, t.what.stage < chunk_.size() ? chunk_[t.what.stage] : 0);
+        text_.slice(t, ranks_, stages_.chunk_of(t.what.stage));
         if (!flows_) return;
         const action& a = t.what;
-        const bool gradient = a.kind == op::backward || a.kind == op::backward_input;
-        if (a.kind != op::forward && !gradient) return;
-        // As a producer: the neighbouring stage consumes it.
-        const std::uint64_t next = gradient ? std::uint64_t{a.stage} - 1 : std::uint64_t{a.stage} + 1;
-        if ((gradient ? a.stage > 0 : true) && on_other_rank(next, t.rank)) {
+        const bool gradient = detail::produces_gradient(a.kind);
+        // As a producer: the stage that reads its result (timing_model.hpp's consumer_stage).
+        std::uint32_t consumer = 0;
+        if (detail::consumer_stage(a, stages_.stages(), consumer) && stages_.on_other_rank(consumer, t.rank)) {
             text_.flow_point(true, flow_id(a.stage, a.microbatch, gradient), t, gradient, ranks_);
         }
-        // As a consumer: the neighbouring stage produced its input.
-        const std::uint64_t previous = gradient ? std::uint64_t{a.stage} + 1 : std::uint64_t{a.stage} - 1;
-        if ((gradient ? true : a.stage > 0) && on_other_rank(previous, t.rank)) {
-            text_.flow_point(false, flow_id(static_cast<std::uint32_t>(previous), a.microbatch, gradient), t,
-                             gradient, ranks_);
+        // As a consumer: the stage that produced its input (cross_stage_input).
+        action input{};
+        if (detail::cross_stage_input(a, stages_.stages(), input) && stages_.on_other_rank(input.stage, t.rank)) {
+            text_.flow_point(false, flow_id(input.stage, a.microbatch, gradient), t, gradient, ranks_);
         }
     }
 
@@ -430,14 +430,6 @@ public:
     }
 
 private:
-    [[nodiscard]] static std::vector<std::uint32_t> owners_of(placement layout, shape dims) {
-        std::vector<std::uint32_t> owner(std::size_t{dims.ranks} * dims.chunks);
-        for (std::uint32_t s = 0; s < owner.size(); ++s) owner[s] = locate_stage(layout, dims.ranks, s).rank;
-        return owner;
-    }
-    [[nodiscard]] bool on_other_rank(std::uint64_t stage, std::uint32_t rank) const noexcept {
-        return stage < owner_.size() && owner_[stage] != detail::no_owner && owner_[stage] != rank;
-    }
     [[nodiscard]] static std::uint64_t flow_id(std::uint32_t producer_stage, std::uint32_t microbatch,
                                                bool gradient) noexcept {
         return 2 * (std::uint64_t{producer_stage} * max_microbatches + microbatch) + (gradient ? 2 : 1);
@@ -445,8 +437,7 @@ private:
 
     detail::trace_event_text<Write> text_;
     bool flows_;
-    std::vector<std::uint32_t> owner_;
-    std::vector<std::uint32_t> chunk_;
+    stage_map stages_;
     std::vector<std::uint8_t> used_;
     std::uint32_t ranks_;
     bool finished_ = false;

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/list_cursor.hpp"
 #include "../event.hpp"
 #include "../action.hpp"
 #include "../policy.hpp"
@@ -43,18 +44,7 @@ public:
     pipesched::shape shape{};
 
     /// A pull cursor over one rank's stored events.
-    class cursor_type {
-    public:
-        constexpr cursor_type() = default;
-        constexpr explicit cursor_type(std::span<const event> items) noexcept : items_{items} {}
-        [[nodiscard]] constexpr bool done() const noexcept { return next_ == items_.size(); }
-        [[nodiscard]] constexpr event current() const noexcept { return items_[next_]; }
-        constexpr void advance() noexcept { ++next_; }
-
-    private:
-        std::span<const event> items_{};
-        std::size_t next_ = 0;
-    };
+    using cursor_type = detail::list_cursor<event>;
 
     constexpr explicit_schedule() = default;
 

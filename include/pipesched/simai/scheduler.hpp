@@ -146,17 +146,23 @@ private:
         return o;
     }
 
-    void add_compute(std::vector<scheduled_step>& out, const event& e, std::uint32_t rank, std::size_t row,
-                     phase p) const {
-        const std::uint64_t ns = w_->rows[row].cost(p).compute_ns;
-        if (ns == 0) return;
+    /// A step of `what` for event e on rank `rank`, from column p of workload row `row`.
+    [[nodiscard]] static scheduled_step step_of(scheduled_kind what, const event& e, std::uint32_t rank,
+                                                std::size_t row, phase p) noexcept {
         scheduled_step s{};
-        s.what = scheduled_kind::compute;
+        s.what = what;
         s.rank = rank;
         s.source = e;
         s.row = row;
         s.column = p;
         s.microbatch = e.microbatch;
+        return s;
+    }
+    void add_compute(std::vector<scheduled_step>& out, const event& e, std::uint32_t rank, std::size_t row,
+                     phase p) const {
+        const std::uint64_t ns = w_->rows[row].cost(p).compute_ns;
+        if (ns == 0) return;
+        scheduled_step s = step_of(scheduled_kind::compute, e, rank, row, p);
         s.compute_ns = ns;
         out.push_back(s);
     }
@@ -164,13 +170,7 @@ private:
                         phase p) const {
         const phase_cost& c = w_->rows[row].cost(p);
         if (c.kind == collective::none) return;
-        scheduled_step s{};
-        s.what = scheduled_kind::collective;
-        s.rank = rank;
-        s.source = e;
-        s.row = row;
-        s.column = p;
-        s.microbatch = e.microbatch;
+        scheduled_step s = step_of(scheduled_kind::collective, e, rank, row, p);
         s.kind = c.kind;
         s.group = c.group;
         s.bytes = p == phase::forward && c.bytes > 0 && c.bytes < 4096 ? 4096 : c.bytes;

@@ -1,24 +1,24 @@
 // pipesched internals of io/: facts that the timeline renderings (io/chrome_trace.hpp,
 // io/terminal_timeline.hpp) read off a list of simulated actions, with no policy at hand.
 //
-// Stage owners come from the records themselves. The local chunk of a stage is its position
-// among the stages its rank runs, in ascending order: both placements put chunk c of every rank
-// in the block of stages [c*p, (c+1)*p) (see shape.hpp), so ascending stage order is chunk
-// order. Only compute records (F, B, I, W) are used to work this out.
+// Stage owners come from the records themselves (only compute records, F, B, I, W); the chunk of
+// a stage on its rank is stage_map's (stage_map.hpp).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "../../analysis/simulate.hpp"
 #include "../../event.hpp"
+#include "../../stage_map.hpp"
 
 namespace pipesched::detail {
 
-inline constexpr std::uint32_t no_owner = 0xFFFFFFFFu;
+inline constexpr std::uint32_t no_owner = stage_map::no_rank;
 
 struct timeline_layout {
     std::uint32_t ranks = 0;        ///< one past the largest rank in the records
@@ -26,12 +26,9 @@ struct timeline_layout {
     std::uint32_t microbatches = 0; ///< one past the largest microbatch of a compute record
     std::uint32_t chunks = 0;       ///< the most stages any one rank runs
     double makespan = 0.0;          ///< latest end (the timeline starts at 0)
-    std::vector<std::uint32_t> owner; ///< per stage: the rank that runs it, or no_owner
-    std::vector<std::uint32_t> chunk; ///< per stage: its local chunk on that rank
+    stage_map placement{};          ///< per stage: the rank that runs it and its chunk there
 
-    [[nodiscard]] std::uint32_t chunk_of(std::uint32_t stage) const noexcept {
-        return stage < chunk.size() ? chunk[stage] : 0;
-    }
+    [[nodiscard]] std::uint32_t chunk_of(std::uint32_t stage) const noexcept { return placement.chunk_of(stage); }
 };
 
 [[nodiscard]] inline timeline_layout layout_of(std::span<const timed_action> records) {
@@ -43,18 +40,12 @@ struct timeline_layout {
         out.stages = std::max(out.stages, t.what.stage + 1);
         out.microbatches = std::max(out.microbatches, t.what.microbatch + 1);
     }
-    out.owner.assign(out.stages, no_owner);
-    out.chunk.assign(out.stages, 0);
+    std::vector<std::uint32_t> owner(out.stages, no_owner);
     for (const timed_action& t : records) {
-        if (is_compute(t.what.kind)) out.owner[t.what.stage] = t.rank;
+        if (is_compute(t.what.kind)) owner[t.what.stage] = t.rank;
     }
-    std::vector<std::uint32_t> count(out.ranks, 0);
-    for (std::uint32_t s = 0; s < out.stages; ++s) {
-        const std::uint32_t r = out.owner[s];
-        if (r == no_owner) continue;
-        out.chunk[s] = count[r]++;
-        out.chunks = std::max(out.chunks, count[r]);
-    }
+    out.placement = stage_map{std::move(owner), out.ranks};
+    out.chunks = out.placement.chunks();
     return out;
 }
 

@@ -1,0 +1,65 @@
+# Command-line tests of `pipesched plan` (included from CMakeLists.txt, which defines the helpers).
+
+set(plan_data "${PROJECT_SOURCE_DIR}/tests/data/plan")
+set(plan_8b --model "${plan_data}/llama3_8b.json" --gpus 8)
+set(plan_8b_args -- --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --seq-length 8192
+    --global-batch-size 16 --sequence-parallel)
+
+pipesched_cli_test(plan_text ARGS plan ${plan_8b} ${plan_8b_args} --lr 3e-4 --bf16
+    STDOUT "^model llama: 8\\.03 B parameters, 32 layers\n.*\nrecommended: [^\n]+ s per iteration, [0-9.]+ GiB on rank [0-3] of 72\\.00 GiB\n.*note: ignored: --lr\n$"
+    STDERR "^$")
+pipesched_cli_test(plan_json ARGS plan ${plan_8b} --format json ${plan_8b_args}
+    STDOUT "^\\{\"model\":\"llama\",\"gpu\":\"h100\",\"parameters_total\":8030261248,\"mtp_parameters\":0,.*\"ranks\":\\[\\{\"rank\":0,\"layers\":8,.*\"schedules\":\\[\\{\"name\":.*\"recommended\":\\{\"name\":.*\"megatron_theoretical\":\\{\"weight_and_optimizer_mb\":[0-9.]+,\"activation_mb\":[0-9.]+,\"total_mb\":[0-9.]+\\},\"ignored\":\\[\\]\\}\n$")
+# Megatron arguments alone, and a layout string fixing two chunks per rank.
+pipesched_cli_test(plan_megatron_only ARGS plan --microbatches 8 -- --num-layers 8 --hidden-size 1024
+    --num-attention-heads 8 --vocab-size 32000 --seq-length 2048 --pipeline-model-parallel-size 2
+    --pipeline-model-parallel-layout Et*2|tt|tt|ttL
+    STDOUT "Interleaved1F1B \\(v=2\\).*recommended: ")
+# Nothing fits: exit 1, the report says by how much and what would help, in text and in JSON.
+pipesched_cli_test(plan_nothing_fits ARGS plan ${plan_8b} --gpu-memory 12 ${plan_8b_args}
+    EXIT 1 STDOUT "\nnothing fits in 4\\.00 GiB per GPU; closest: [^\n]+ GiB over\\)\\. [^\n]+\n")
+pipesched_cli_test(plan_nothing_fits_json ARGS plan ${plan_8b} --gpu-memory 12 --format json ${plan_8b_args}
+    EXIT 1 STDOUT "\"recommended\":null,\"advice\":\"nothing fits")
+# --emit writes the recommended schedule.
+pipesched_cli_test(plan_emit_csv ARGS plan ${plan_8b} --emit csv --out "${CMAKE_CURRENT_BINARY_DIR}/plan_emit.csv"
+    ${plan_8b_args} STDOUT "\nwrote 1 file: [^\n]*plan_emit\\.csv\n")
+pipesched_cli_test(plan_emit_chakra ARGS plan ${plan_8b} --emit chakra --out "${CMAKE_CURRENT_BINARY_DIR}/plan_emit"
+    ${plan_8b_args} STDOUT "\nwrote 4 files: [^\n]*plan_emit\\.0\\.et \\.\\.\\. [^\n]*plan_emit\\.3\\.et\n")
+# Measured stage times replace the FLOPs model. 1F1B by hand: (m - 1) x (F + B of the slowest
+# stage) + every stage's F + B = 15 x 36 + 126 = 666 ms, plus six p2p hops of 33.5 MB over
+# NVLink (0.45 ms) and the optimizer step, 30 bytes x 1.14 B parameters at 3.35 TB/s (10.2 ms).
+file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_times.txt"
+    CONTENT "# one line per stage\nF=0.010,B=0.020\nF=0.010,I=0.010,W=0.010\nF=0.010,B=0.020\nF=0.012,B=0.024 # loss\n")
+pipesched_cli_test(plan_stage_times ARGS plan ${plan_8b} --stage-times "${CMAKE_CURRENT_BINARY_DIR}/plan_times.txt"
+    --no-autoschedule ${plan_8b_args} STDOUT "\n1F1B +0\\.67[67] s ")
+
+# Bad input: exit 2, one line naming the problem.
+pipesched_cli_error(plan_nothing_given "plan needs --model config.json" plan)
+pipesched_cli_error(plan_unknown_gpu "--gpu: unknown GPU 'x100'" plan ${plan_8b} --gpu x100 ${plan_8b_args})
+pipesched_cli_error(plan_gpus_not_multiple "--gpus 7 is not a multiple of TP x PP x CP = 8"
+    plan --model "${plan_data}/llama3_8b.json" --gpus 7 ${plan_8b_args})
+pipesched_cli_error(plan_bad_megatron_value "--tensor-model-parallel-size: expected a whole number, got 'two'"
+    plan ${plan_8b} -- --tensor-model-parallel-size two --seq-length 8192 --global-batch-size 16)
+pipesched_cli_error(plan_no_batch "give --global-batch-size after -- or --microbatches M"
+    plan ${plan_8b} -- --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --seq-length 8192)
+pipesched_cli_error(plan_layers_not_divisible "--num-layers 32 is not divisible by --pipeline-model-parallel-size 3"
+    plan --model "${plan_data}/llama3_8b.json" --microbatches 8 -- --pipeline-model-parallel-size 3 --seq-length 8192)
+pipesched_cli_error(plan_emit_without_out "--emit needs --out PATH" plan ${plan_8b} --emit csv ${plan_8b_args})
+pipesched_cli_error(plan_efficiency_range "--efficiency must be above 0 and at most 1"
+    plan ${plan_8b} --efficiency 1.5 ${plan_8b_args})
+file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_missing_key.json"
+    CONTENT "{\"model_type\": \"llama\",\n \"hidden_size\": 4096,\n \"num_hidden_layers\": 32}\n")
+pipesched_cli_error(plan_config_missing_key "plan_missing_key.json: missing key \"num_attention_heads\""
+    plan --model "${CMAKE_CURRENT_BINARY_DIR}/plan_missing_key.json" ${plan_8b_args})
+file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_negative.json"
+    CONTENT "{\"model_type\": \"llama\",\n \"hidden_size\": -4096}\n")
+pipesched_cli_error(plan_config_negative "plan_negative.json:2:17: \"hidden_size\" must not be negative"
+    plan --model "${CMAKE_CURRENT_BINARY_DIR}/plan_negative.json" ${plan_8b_args})
+pipesched_cli_error(plan_config_directory "cannot"
+    plan --model "${plan_data}" ${plan_8b_args})
+if(EXISTS /dev/zero)
+    pipesched_cli_error(plan_config_dev_zero "/dev/zero" plan --model /dev/zero ${plan_8b_args})
+endif()
+pipesched_cli_error(plan_stage_times_bad "plan_times_bad.txt: line 2"
+    plan ${plan_8b} --stage-times "${CMAKE_CURRENT_BINARY_DIR}/plan_times_bad.txt" ${plan_8b_args})
+file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_times_bad.txt" CONTENT "F=1,B=2\nF=x\n")

@@ -1,0 +1,445 @@
+// pipesched plan
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <pipesched/chakra/export.hpp>
+#include <pipesched/io/chrome_trace.hpp>
+#include <pipesched/io/csv.hpp>
+#include <pipesched/io/json.hpp>
+#include <pipesched/plan/hf_config.hpp>
+#include <pipesched/plan/megatron_args.hpp>
+#include <pipesched/plan/plan.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+
+namespace pipesched::cli {
+namespace {
+
+namespace pl = pipesched::plan;
+
+constexpr std::array<flag_spec, 13> plan_flags{{
+    {"model", "FILE", "a Hugging Face config.json (the model's shape; Megatron arguments after -- override it)", "",
+     false},
+    {"gpu", "NAME", "h100, h200, a100-80gb, a100-40gb, b200 or mi300x", "h100", false},
+    {"gpus", "N", "world size: data-parallel size = N / (TP x PP x CP)", "TP x PP x CP", false},
+    {"microbatches", "M", "microbatches per iteration, instead of global batch / (micro-batch x DP)", "", false},
+    {"gpu-memory", "GIB", "GPU memory in GiB, instead of the preset's", "", false},
+    {"gpu-tflops", "T", "peak dense BF16 TFLOP/s, instead of the preset's", "", false},
+    {"efficiency", "E", "fraction of the peak the layers reach, in (0, 1]", "0.5", false},
+    {"memory-reserve", "GIB", "GiB per GPU not available to the model (CUDA context, NCCL, fragmentation)", "8", false},
+    {"stage-times", "FILE",
+     "measured seconds per stage, one line per stage in model order (P lines, or P x V for V chunks): "
+     "F=...,B=...,I=...,W=... ('#' comments; B defaults to I + W, I and W to B / 2)",
+     "", false},
+    {"no-autoschedule", "", "leave the auto-scheduler out of the ranking", "", false},
+    {"format", "text|json", "the report as text, or the whole document as JSON", "text", false},
+    {"emit", "csv|chakra|chrome", "also write the recommended schedule: PyTorch CSV, Chakra traces, or a trace", "",
+     false},
+    {"out", "PATH", "where --emit writes (for chakra, the prefix of PATH.<rank>.et)", "", false},
+}};
+
+double positive_flag(const parsed_args& args, std::string_view name, double fallback, double high) {
+    const auto text = args.get(name);
+    if (!text)
+        return fallback;
+    const double x = read_nonnegative("--" + std::string{name}, *text);
+    if (!(x > 0.0) || x > high)
+        fail("--" + std::string{name} + " must be above 0 and at most " + fixed(high, 0) + ", got " + quoted(*text));
+    return x;
+}
+
+std::vector<pl::stage_seconds> read_stage_times(std::string_view path) {
+    const std::string text = read_input(path);
+    std::vector<pl::stage_seconds> out;
+    std::size_t line_number = 0;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos)
+            end = text.size();
+        std::string_view line{text.data() + start, end - start};
+        ++line_number;
+        start = end + 1;
+        if (const std::size_t hash = line.find('#'); hash != std::string_view::npos)
+            line = line.substr(0, hash);
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t'))
+            line.remove_suffix(1);
+        while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+            line.remove_prefix(1);
+        if (line.empty()) {
+            if (end == text.size())
+                break;
+            continue;
+        }
+        if (out.size() >= 65536)
+            fail(file_label(path) + ": more than 65536 stages");
+        constexpr std::array<std::string_view, 4> keys{"F", "B", "I", "W"};
+        std::array<double, 4> v{-1.0, -1.0, -1.0, -1.0};
+        read_key_values(file_label(path) + ": line " + number_text(line_number), line, keys,
+                        [&](std::size_t k, double x) { v[k] = x; });
+        if (v[0] < 0.0)
+            fail(file_label(path) + ": line " + number_text(line_number) + ": F is required");
+        if (v[1] < 0.0 && (v[2] < 0.0 || v[3] < 0.0))
+            fail(file_label(path) + ": line " + number_text(line_number) + ": give B, or both I and W");
+        if (v[1] < 0.0)
+            v[1] = v[2] + v[3];
+        if (v[2] < 0.0)
+            v[2] = v[3] < 0.0 ? v[1] / 2 : std::max(0.0, v[1] - v[3]);
+        if (v[3] < 0.0)
+            v[3] = std::max(0.0, v[1] - v[2]);
+        out.push_back({v[0], v[1], v[2], v[3]});
+    }
+    if (out.empty())
+        fail(file_label(path) + ": no stage");
+    return out;
+}
+
+std::string gib(double bytes) { return fixed(bytes / pl::gib, 2); }
+
+std::string billions(double n) { return fixed(n / 1e9, 2) + " B"; }
+
+std::string schedule_label(const pl::schedule_report& s) {
+    return s.name + (s.chunks > 1 ? " (v=" + number_text(s.chunks) + ")" : std::string{});
+}
+
+/// `"name":value` after a comma unless it opens an object or array.
+void field_name(std::string& s, std::string_view name) {
+    if (!s.empty() && s.back() != '{' && s.back() != '[')
+        s += ',';
+    pipesched::json::append_string(s, name);
+    s += ':';
+}
+void field(std::string& s, std::string_view name, double x) {
+    field_name(s, name);
+    pipesched::json::append_number(s, x);
+}
+void field(std::string& s, std::string_view name, std::uint64_t n) {
+    field_name(s, name);
+    pipesched::json::append_number(s, n);
+}
+void field(std::string& s, std::string_view name, std::string_view text) {
+    field_name(s, name);
+    pipesched::json::append_string(s, text);
+}
+void field(std::string& s, std::string_view name, bool b) {
+    field_name(s, name);
+    s += b ? "true" : "false";
+}
+
+void append_json_report(std::string& s, const pl::model_config& m, const pl::training_config& t, const pl::gpu_spec& g,
+                        const pl::plan_result& r, const std::vector<std::string>& ignored) {
+    s += '{';
+    field(s, "model", std::string_view{m.name});
+    field(s, "gpu", g.name);
+    field(s, "parameters_total", r.parameters.total());
+    field(s, "mtp_parameters", r.parameters.mtp);
+    field(s, "active_parameters", r.parameters.active);
+    field(s, "tensor_parallel", std::uint64_t{t.tensor_parallel});
+    field(s, "pipeline_parallel", std::uint64_t{t.pipeline_parallel});
+    field(s, "data_parallel", std::uint64_t{t.data_parallel});
+    field(s, "context_parallel", std::uint64_t{t.context_parallel});
+    field(s, "microbatches", std::uint64_t{r.microbatches});
+    field(s, "usable_bytes", r.usable_bytes);
+    field_name(s, "ranks");
+    s += '[';
+    for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+        const pl::rank_report& x = r.ranks[k];
+        s += k == 0 ? "{" : ",{";
+        field(s, "rank", std::uint64_t{k});
+        field(s, "layers", std::uint64_t{x.layers});
+        field(s, "parameters", x.parameters);
+        field(s, "weight_and_optimizer_bytes", x.state_bytes);
+        field(s, "activation_bytes_per_microbatch", x.activation_bytes);
+        field(s, "forward_seconds_per_microbatch", x.forward_seconds);
+        s += '}';
+    }
+    s += ']';
+    field_name(s, "schedules");
+    s += '[';
+    for (std::size_t k = 0; k < r.schedules.size(); ++k) {
+        const pl::schedule_report& x = r.schedules[k];
+        s += k == 0 ? "{" : ",{";
+        field(s, "name", std::string_view{x.name});
+        field(s, "chunks", std::uint64_t{x.chunks});
+        field(s, "placement", std::string_view{x.layout == pipesched::placement::v_shape ? "v" : "loop"});
+        field(s, "evaluated", x.evaluated);
+        field(s, "fits", x.fits);
+        if (x.evaluated) {
+            field(s, "iteration_time_s", x.iteration_seconds);
+            field(s, "pipeline_time_s", x.pipeline_seconds);
+            field(s, "bubble_fraction", x.bubble_fraction);
+            field(s, "worst_rank", std::uint64_t{x.worst_rank});
+            field_name(s, "peak_bytes");
+            s += '[';
+            for (std::size_t j = 0; j < x.peak_bytes.size(); ++j) {
+                if (j != 0)
+                    s += ',';
+                pipesched::json::append_number(s, x.peak_bytes[j]);
+            }
+            s += ']';
+        } else {
+            field(s, "note", std::string_view{x.note});
+        }
+        s += '}';
+    }
+    s += ']';
+    field_name(s, "recommended");
+    if (r.recommended) {
+        s += '{';
+        field(s, "name", std::string_view{r.schedules[*r.recommended].name});
+        field(s, "chunks", std::uint64_t{r.schedules[*r.recommended].chunks});
+        s += '}';
+    } else {
+        s += "null";
+        field(s, "advice", std::string_view{r.advice});
+    }
+    field_name(s, "megatron_theoretical");
+    s += '{';
+    field(s, "weight_and_optimizer_mb", r.megatron.weight_and_optimizer_mb);
+    field(s, "activation_mb", r.megatron.activation_mb);
+    field(s, "total_mb", r.megatron.total_mb);
+    s += '}';
+    field_name(s, "ignored");
+    s += '[';
+    for (std::size_t k = 0; k < ignored.size(); ++k) {
+        if (k != 0)
+            s += ',';
+        pipesched::json::append_string(s, ignored[k]);
+    }
+    s += "]}\n";
+}
+
+void append_text_report(std::string& s, const pl::model_config& m, const pl::training_config& t, const pl::gpu_spec& g,
+                        const pl::plan_options& o, const pl::plan_result& r, const std::vector<std::string>& notes) {
+    s += "model " + m.name + ": " + billions(r.parameters.total()) + " parameters";
+    if (r.parameters.mtp > 0)
+        s += " (+ " + billions(r.parameters.mtp) + " in MTP layers)";
+    if (r.parameters.active < r.parameters.total())
+        s += ", " + billions(r.parameters.active) + " active";
+    s += ", " + number_text(m.layers) + " layers\n";
+    s += "gpu " + std::string{g.name} + ": " + fixed(g.peak_flops / 1e12, 1) + " TFLOP/s x " + fixed(o.efficiency, 2) +
+         ", " + gib(g.memory_bytes) + " GiB less " + gib(o.memory_reserve_bytes) + " GiB reserve = " +
+         gib(r.usable_bytes) + " GiB for the model\n";
+    s += "parallel: TP " + number_text(t.tensor_parallel) + ", PP " + number_text(t.pipeline_parallel) + ", DP " +
+         number_text(t.data_parallel) + ", CP " + number_text(t.context_parallel);
+    if (m.experts > 0)
+        s += ", EP " + number_text(t.expert_parallel);
+    s += " (" + number_text(t.world()) + " GPUs); " + number_text(r.microbatches) + " microbatches of " +
+         number_text(t.micro_batch) + " x " + number_text(t.seq_length) + " tokens\n\n";
+    s += "per pipeline rank (one GPU):\n";
+    std::vector<std::array<std::string, 6>> ranks;
+    ranks.push_back({"rank", "layers", "parameters", "weights+grads+optimizer", "activations/microbatch", "forward/microbatch"});
+    for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+        const pl::rank_report& x = r.ranks[k];
+        ranks.push_back({number_text(k), number_text(x.layers), billions(x.parameters), gib(x.state_bytes) + " GiB",
+                         gib(x.activation_bytes) + " GiB", fixed(x.forward_seconds * 1e3, 2) + " ms"});
+    }
+    append_columns<6>(s, ranks);
+    s += "\nschedules, fastest that fits first (peak: weights, gradients, optimizer states and the replay's peak of "
+         "activations, on the worst rank):\n";
+    std::vector<std::array<std::string, 6>> rows;
+    rows.push_back({"schedule", "iteration", "bubble", "peak", "rank", "fits"});
+    for (const pl::schedule_report& x : r.schedules) {
+        if (!x.evaluated) {
+            rows.push_back({schedule_label(x), "-", "-", "-", "-", x.note});
+            continue;
+        }
+        rows.push_back({schedule_label(x), fixed(x.iteration_seconds, 3) + " s", fixed(x.bubble_fraction, 3),
+                        gib(x.worst_bytes()) + " GiB", number_text(x.worst_rank), x.fits ? "yes" : "no"});
+    }
+    append_columns<6>(s, rows);
+    s += '\n';
+    if (r.recommended) {
+        const pl::schedule_report& best = r.schedules[*r.recommended];
+        s += "recommended: " + schedule_label(best) + ", " + fixed(best.iteration_seconds, 3) + " s per iteration, " +
+             gib(best.worst_bytes()) + " GiB on rank " + number_text(best.worst_rank) + " of " + gib(r.usable_bytes) +
+             " GiB\n";
+    } else {
+        s += r.advice + '\n';
+    }
+    s += "Megatron-LM's theoretical memory for these arguments (first stage, 1F1B or interleaved; docs/plan.md): "
+         "weight and optimizer " +
+         fixed(r.megatron.weight_and_optimizer_mb, 2) + " MB, activation " + fixed(r.megatron.activation_mb, 2) +
+         " MB, total " + fixed(r.megatron.total_mb, 2) + " MB\n";
+    for (const std::string& n : notes)
+        s += "note: " + n + '\n';
+}
+
+void write_out(const std::string& path, std::string_view bytes) {
+    std::ofstream f{path, std::ios::binary};
+    if (!f || !f.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !f.flush())
+        fail("cannot write " + file_label(path));
+}
+
+/// Writes the recommended schedule with the costs plan() replayed it under: PyTorch CSV, a
+/// Chrome trace (microseconds), or Chakra traces of one data-parallel replica's whole iteration
+/// (durations rounded to whole microseconds, as Chakra stores them). Returns the files written.
+std::vector<std::string> emit(std::string_view kind, const std::string& path, const pl::model_config& m,
+                              const pl::training_config& t, const pl::gpu_spec& g, const pl::plan_options& o,
+                              const pl::plan_result& r) {
+    const pl::schedule_report& best = r.schedules[*r.recommended];
+    const pl::stage_model_costs costs = pl::stage_costs_for(m, t, g, o, best.chunks, best.layout);
+    std::vector<pipesched::stage_costs> micros = costs.per_stage;
+    for (pipesched::stage_costs& c : micros) {
+        c.forward *= 1e6;
+        c.backward *= 1e6;
+        c.backward_input *= 1e6;
+        c.backward_weight *= 1e6;
+    }
+    const pipesched::cost_model model{{}, micros, costs.p2p * 1e6, false};
+    std::vector<std::string> files;
+    const auto write = [&](const auto& pol) {
+        if (kind == "csv") {
+            write_out(path, pipesched::write_csv(pol));
+            files.push_back(path);
+        } else if (kind == "chrome") {
+            pipesched::chrome_trace_sink records;
+            const pipesched::simulation sim = pipesched::simulate(pol, model, records);
+            if (!sim)
+                fail("the recommended schedule's replay failed: " + std::string{pipesched::describe(sim.check)});
+            write_out(path, pipesched::chrome_trace(records.records()));
+            files.push_back(path);
+        } else {
+            pipesched::iteration_cost_model ic{};
+            ic.compute = model;
+            pipesched::chakra::export_options eo{};
+            eo.whole_iteration = true;
+            eo.round_durations = true;
+            eo.activation_bytes = static_cast<std::uint64_t>(pl::p2p_bytes(m, t));
+            double largest = 0.0;
+            for (const pl::rank_report& rank : r.ranks)
+                largest = std::max(largest, rank.parameters);
+            eo.gradient_bytes = static_cast<std::uint64_t>(largest * 4.0 / best.chunks);
+            eo.parameter_bytes = static_cast<std::uint64_t>(largest * 2.0);
+            eo.iteration.activation_checkpointing = t.recompute == pl::recompute_kind::full;
+            if (t.distributed_optimizer) {
+                eo.iteration.param_gather = pipesched::param_gather_mode::after_step;
+                eo.grad_sync = pipesched::chakra::collective::reduce_scatter;
+            }
+            const pipesched::chakra::export_result traces = pipesched::chakra::export_traces(pol, ic, eo);
+            if (!traces)
+                fail("--emit chakra: " + traces.error);
+            for (std::size_t k = 0; k < traces.ranks.size(); ++k) {
+                files.push_back(path + "." + number_text(k) + ".et");
+                write_out(files.back(), pipesched::chakra::encode(traces.ranks[k]));
+            }
+        }
+    };
+    if (best.searched) {
+        write(r.searched);
+        return files;
+    }
+    pipesched::schedule_options opt{};
+    opt.shape = {static_cast<std::uint32_t>(t.pipeline_parallel), static_cast<std::uint32_t>(r.microbatches), best.chunks};
+    pipesched::with_any_schedule(best.id, opt, write);
+    return files;
+}
+
+int run_plan(const parsed_args& args) {
+    const std::string format = format_choice(args, {"text", "json"});
+    const auto emit_kind = args.get("emit");
+    const auto out_path = args.get("out");
+    if (emit_kind && *emit_kind != "csv" && *emit_kind != "chakra" && *emit_kind != "chrome")
+        fail("--emit must be csv, chakra or chrome, got " + quoted(*emit_kind));
+    if (emit_kind && !out_path)
+        fail("--emit needs --out PATH");
+    if (out_path && !emit_kind)
+        fail("--out applies only with --emit");
+    const auto model_path = args.get("model");
+    if (!model_path && args.trailing().empty())
+        fail("plan needs --model config.json, Megatron arguments after --, or both" + args.see_help());
+    try {
+        std::optional<pl::model_config> base;
+        std::vector<std::string> notes;
+        if (model_path) {
+            const pl::hf_model hf = pl::read_hf_config(read_input(*model_path), file_label(*model_path));
+            base = hf.model;
+            notes = hf.notes;
+        }
+        pl::megatron_arguments ma = pl::read_megatron_arguments(args.trailing(), base);
+        pl::model_config& m = ma.model;
+        pl::training_config& t = ma.training;
+        const std::uint64_t per_replica = t.tensor_parallel * t.pipeline_parallel * t.context_parallel;
+        if (const auto gpus = args.count("gpus")) {
+            if (*gpus % per_replica != 0)
+                fail("--gpus " + number_text(*gpus) + " is not a multiple of TP x PP x CP = " + number_text(per_replica));
+            t.data_parallel = *gpus / per_replica;
+        }
+        if (t.expert_parallel > 1 && (t.data_parallel * t.context_parallel * t.tensor_parallel) %
+                                             (t.expert_parallel * t.expert_tp()) != 0)
+            fail("--expert-model-parallel-size " + number_text(t.expert_parallel) + " x expert TP " +
+                 number_text(t.expert_tp()) + " does not divide DP x CP x TP = " +
+                 number_text(t.data_parallel * t.context_parallel * t.tensor_parallel) + " (give --gpus)");
+        if (const auto mb = args.count("microbatches"))
+            t.microbatches = *mb;
+        if (t.global_batch == 0 && t.microbatches == 0)
+            fail("give --global-batch-size after -- or --microbatches M");
+        const std::string gpu_name{args.get("gpu").value_or("h100")};
+        const std::optional<pl::gpu_spec> preset = pl::find_gpu(gpu_name);
+        if (!preset)
+            fail("--gpu: unknown GPU " + quoted(gpu_name) + " (h100, h200, a100-80gb, a100-40gb, b200, mi300x)");
+        pl::gpu_spec g = *preset;
+        g.memory_bytes = positive_flag(args, "gpu-memory", g.memory_bytes / pl::gib, 1e6) * pl::gib;
+        g.peak_flops = positive_flag(args, "gpu-tflops", g.peak_flops / 1e12, 1e9) * 1e12;
+        pl::plan_options o;
+        o.efficiency = positive_flag(args, "efficiency", o.efficiency, 1.0);
+        if (const auto reserve = args.get("memory-reserve")) {
+            o.memory_reserve_bytes = read_nonnegative("--memory-reserve", *reserve) * pl::gib;
+            if (!(o.memory_reserve_bytes < g.memory_bytes))
+                fail("--memory-reserve " + quoted(*reserve) + " GiB leaves nothing of the GPU's " + gib(g.memory_bytes) +
+                     " GiB");
+        }
+        if (const auto path = args.get("stage-times"))
+            o.measured = read_stage_times(*path);
+        o.autoschedule = !args.get("no-autoschedule");
+        // Every schedule keeps a table per (stage, microbatch) unit while it is replayed.
+        require_memory_budget({static_cast<std::uint32_t>(t.pipeline_parallel),
+                               static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                                   t.microbatches != 0 ? t.microbatches : t.global_batch, 0xFFFFFFFFu)),
+                               16},
+                              pipesched::structure_check_bytes_per_unit, "plan",
+                              "use fewer microbatches or pipeline ranks");
+        const pl::plan_result r = pl::plan(m, t, g, o, ma.padded_vocab_for_megatron);
+        for (const std::string& word : ma.ignored)
+            notes.push_back("ignored: " + word);
+        std::string s;
+        if (format == "json")
+            append_json_report(s, m, t, g, r, ma.ignored);
+        else
+            append_text_report(s, m, t, g, o, r, notes);
+        if (emit_kind && r.recommended) {
+            const std::vector<std::string> files = emit(*emit_kind, std::string{*out_path}, m, t, g, o, r);
+            if (format == "text")
+                s += "wrote " + std::to_string(files.size()) + " file" + (files.size() == 1 ? "" : "s") + ": " +
+                     files.front() + (files.size() > 1 ? " ... " + files.back() : std::string{}) + '\n';
+        } else if (emit_kind) {
+            s += format == "text" ? "nothing written: no schedule fits\n" : "";
+        }
+        output_buffer out{stdout};
+        out.append(s);
+        const int status = finish_output(out);
+        return status != exit_ok ? status : r.recommended ? exit_ok : 1;
+    } catch (const pl::input_error& e) {
+        fail(e.what());
+    }
+}
+
+} // namespace
+
+const command_spec plan_command{
+    "plan", "every schedule in seconds and bytes for a real model and GPU, and the one that fits",
+    "Reads a model (a Hugging Face config.json with --model, Megatron-LM launch arguments after\n"
+    "--, or both: the arguments override the config) and a GPU, computes per-stage seconds\n"
+    "(Megatron's FLOPs count over the GPU's peak times --efficiency) and bytes (weights,\n"
+    "gradients and optimizer states; activations per microbatch from Korthikanti et al.), replays\n"
+    "every schedule and the auto-scheduler with them, and prints the ranking and the fastest\n"
+    "schedule that fits. Megatron arguments that change nothing here are listed as ignored.\n"
+    "Exit status: 0 when a schedule fits, 1 when none does (the report says by how much and what\n"
+    "would help), 2 for bad input. docs/plan.md explains the model.",
+    plan_flags, run_plan, {}, "MEGATRON-ARGUMENTS"};
+
+} // namespace pipesched::cli
