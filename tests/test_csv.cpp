@@ -436,6 +436,16 @@ TEST_CASE("csv: overlapped pairs from a file are validated as pairs") {
     const auto compute = ps::compute_only(t);
     REQUIRE(compute[0].size() == 5);
     CHECK(ps::validate(compute).code == verdict_code::not_compute);
+    // The in-place form (a table given up) keeps the same actions: the pair's send, and the
+    // communication actions outside pairs dropped.
+    ps::schedule_table u = t;
+    u.ranks.push_back({act(1, op::recv_activation, 0), act(1, op::forward, 0), act(1, op::send_activation, 0),
+                       act(1, op::forward, 1, true), act(1, op::backward, 0), act(1, op::recv_gradient, 1)});
+    const auto copied = ps::compute_only(u);
+    REQUIRE(copied.size() == 2);
+    CHECK(copied[1] == std::vector<ps::action>{act(1, op::forward, 0), act(1, op::forward, 1, true),
+                                               act(1, op::backward, 0)});
+    CHECK(ps::compute_only(std::move(u)) == copied);
 }
 
 TEST_CASE("csv: infer_placement reports custom placements") {

@@ -282,3 +282,71 @@ TEST_CASE("V-Min and V-Half's squeeze: its shortcuts agree with the definitions 
     }
     CHECK(checked > 1000);
 }
+
+TEST_CASE("V-Min and V-Half's builder: the orders of the per-slot builder it replaced, in memory linear in p * m") {
+    namespace vc = ps::detail::v_controllable;
+    // FNV-1a over every rank's events (kind, chunk, rank, microbatch; a marker after each rank),
+    // computed from the builder that kept tables per slot (quadratic in p at small m) before it
+    // was replaced; the two were also compared event for event for p, m <= 40 and on larger
+    // shapes (p = 4096 with m = 1, p = 1024 with m = 1024). Shapes with few microbatches and many
+    // ranks are where the old tables grew with p^2.
+    struct pinned {
+        vc::memory_setup setup;
+        std::uint32_t p;
+        std::uint32_t m;
+        std::uint64_t hash;
+    };
+    static constexpr pinned orders[] = {
+        {vc::memory_setup::min, 1, 1, 0x966e9f12049e4933ULL},
+        {vc::memory_setup::min, 2, 3, 0xefa870b27e08216dULL},
+        {vc::memory_setup::min, 3, 7, 0xd97dbc0d7bb3b88bULL},
+        {vc::memory_setup::min, 5, 16, 0x308c7b17750b35a6ULL},
+        {vc::memory_setup::min, 12, 40, 0x3f1cb87d072b22e5ULL},
+        {vc::memory_setup::min, 64, 8, 0xdf21c4712e6ac999ULL},
+        {vc::memory_setup::min, 97, 33, 0xabe9d3d18dda7e83ULL},
+        {vc::memory_setup::min, 300, 3, 0x2b3ab3bb3615d041ULL},
+        {vc::memory_setup::min, 1000, 2, 0xe628cb804a9df279ULL},
+        {vc::memory_setup::min, 4096, 1, 0x2362d2466e31ab51ULL},
+        {vc::memory_setup::half, 1, 1, 0xadd6c7f9befa919fULL},
+        {vc::memory_setup::half, 2, 3, 0xe800a1dace1e6325ULL},
+        {vc::memory_setup::half, 3, 7, 0x251607df3a752ae3ULL},
+        {vc::memory_setup::half, 5, 16, 0x1f3c29dfd3c6310eULL},
+        {vc::memory_setup::half, 12, 40, 0x624181e731ba890dULL},
+        {vc::memory_setup::half, 64, 8, 0x748667603a93279dULL},
+        {vc::memory_setup::half, 97, 33, 0xf5eb1cd692531937ULL},
+        {vc::memory_setup::half, 300, 3, 0x63a24d9cc9f60231ULL},
+        {vc::memory_setup::half, 1000, 2, 0x17814ab53bbef2a5ULL},
+        {vc::memory_setup::half, 4096, 1, 0x30041094c0768325ULL},
+    };
+    for (const pinned& o : orders) {
+        INFO((o.setup == vc::memory_setup::min ? "V-Min" : "V-Half") << " p=" << o.p << " m=" << o.m);
+        const auto all = vc::generate(o.setup, o.p, o.m);
+        std::uint64_t h = 14695981039346656037ULL;
+        const auto mix = [&h](std::uint64_t v) {
+            h ^= v;
+            h *= 1099511628211ULL;
+        };
+        for (const auto& rank : all) {
+            for (const ps::event& e : rank) {
+                mix(static_cast<std::uint64_t>(e.kind));
+                mix(e.chunk);
+                mix(e.rank);
+                mix(e.microbatch);
+            }
+            mix(0xFFFFFFFFULL);
+        }
+        CHECK(h == o.hash);
+    }
+    // The bound a caller sizes with (the command-line tool's memory estimate): linear in p * m
+    // plus a term per rank.
+    using min_schedule = ps::detail::v_controllable_schedule<vc::memory_setup::min>;
+    CHECK(min_schedule::build_bytes({.ranks = 8192, .microbatches = 1, .chunks = 2}) ==
+          8192 * (vc::build_bytes_per_unit + vc::build_bytes_per_rank));
+    CHECK(min_schedule::build_bytes({.ranks = 1024, .microbatches = 1024, .chunks = 2}) ==
+          1024 * 1024 * vc::build_bytes_per_unit + 1024 * vc::build_bytes_per_rank);
+    // Many ranks, one microbatch: every rank runs F, I and W of both chunks, and the order is valid.
+    const ps::v_min wide{{.ranks = 4096, .microbatches = 1, .chunks = 2}};
+    REQUIRE(wide.check());
+    for (std::uint32_t r = 0; r < 4096; r += 1365) CHECK(wide.size(r) == 6u);
+    CHECK(ps::validate(wide));
+}

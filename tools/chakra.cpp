@@ -296,6 +296,15 @@ int run_chakra(const parsed_args& args) {
     if (micros_per_unit == 0.0)
         fail("--time-unit must be us, ms or ns, got " + quoted(unit));
 
+    resource_estimate estimate{};
+    estimate.shape = req.options.shape;
+    estimate.bytes_per_unit = chakra_bytes_per_unit * o.data_parallel;
+    estimate.build_bytes = schedule_build_bytes(req.id, req.options.shape);
+    estimate.units_replayed =
+        std::uint64_t{estimate.shape.ranks} * estimate.shape.chunks * estimate.shape.microbatches * o.data_parallel;
+    require_within_budget(estimate,
+                          o.data_parallel > 1 ? "chakra --data-parallel " + number_text(o.data_parallel) : "chakra",
+                          "use fewer ranks, chunks or microbatches (each data-parallel replica has its own traces)");
     return with_requested_schedule(req, [&](const auto& pol) -> int {
         const double share = micros_per_unit / static_cast<double>(pol.shape.chunks);
         const auto per_chunk = [share](double x) { return x < 0.0 ? x : x * share; }; // < 0: the default rule
@@ -306,9 +315,6 @@ int run_chakra(const parsed_args& args) {
         costs.recompute = per_chunk(c.recompute);
         costs.loss = c.loss * micros_per_unit;
         costs.optimizer = c.optimizer * micros_per_unit;
-        require_memory_budget(pol.shape, chakra_bytes_per_unit * o.data_parallel,
-                              o.data_parallel > 1 ? "chakra --data-parallel " + number_text(o.data_parallel) : "chakra",
-                              "use fewer ranks, chunks or microbatches (each data-parallel replica has its own traces)");
         const pipesched::chakra::export_result traces = pipesched::chakra::export_traces(pol, costs, o);
         if (!traces)
             fail(traces.error);

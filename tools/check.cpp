@@ -123,18 +123,21 @@ int report(output_buffer& out, std::string_view invalid) {
 loaded_csv load_csv(std::string_view path) {
     loaded_csv in{};
     in.label = path == "-" ? std::string{"standard input"} : file_label(path);
-    const std::string text = read_input(path);
+    std::string text = read_input(path);
     if (text.substr(0, 3) == "\xEF\xBB\xBF")
         fail(in.label + ": line 1, column 1: a UTF-8 byte order mark (BOM); save the file without one");
     if (const std::size_t lines = rank_lines(text); lines > pipesched::max_ranks) {
         fail(in.label + ": " + number_text(lines) + " rank lines, more than the limit of " +
              number_text(pipesched::max_ranks) + " ranks");
     }
-    const pipesched::csv_result parsed = pipesched::read_csv(text);
+    pipesched::csv_result parsed = pipesched::read_csv(text);
     if (!parsed)
         fail(in.label + ": " + pipesched::describe(parsed.error));
+    // What the file holds once parsed (csv_bytes_per_action): the text goes, and the table is
+    // filtered in place instead of copied.
+    std::string{}.swap(text);
     in.guess = pipesched::infer_placement(parsed.table);
-    in.compute = pipesched::compute_only(parsed.table);
+    in.compute = pipesched::compute_only(std::move(parsed.table));
     for (const auto& rank : in.compute)
         in.actions += rank.size();
     return in;

@@ -308,11 +308,32 @@ inline constexpr std::size_t max_input_bytes = std::size_t{64} << 20;
 /// usage error, not a failed allocation.
 inline constexpr std::uint64_t memory_budget = std::uint64_t{4} << 30;
 
+/// The most (stage, microbatch) units one command replays, by its own estimate: 2^26, so that
+/// every command answers or refuses within a minute. A replay takes 0.03 to 0.17 us of CPU per
+/// unit (2-core guest, g++ 12 -O3, 2026-12-06: GPipe 2^27 units 4.6 s, ZBVZeroBubble 25 s,
+/// DualPipeV 2^26 units 11 s), so 2^26 units take at most about 15 s; the memory budget alone
+/// let `simulate --format json` replay 2^32 units, many minutes. Output written as it is
+/// produced without a replay (`order`) is not counted: it answers from the first line.
+inline constexpr std::uint64_t work_budget = std::uint64_t{1} << 26;
+
+/// What one command will hold and do, estimated before it allocates anything.
+struct resource_estimate {
+    pipesched::shape shape{};         ///< the largest shape it analyses (named in the message)
+    std::uint64_t bytes_per_unit = 0; ///< held per (stage, microbatch) unit of `shape`
+    std::uint64_t build_bytes = 0;    ///< held to build the schedule (schedule_build_bytes)
+    std::uint64_t units_replayed = 0; ///< (stage, microbatch) units replayed in all, over every schedule
+};
+
+/// What building the schedule `id` holds for shape s before any analysis: the order a
+/// policy stores and the work space of its generator (V-Min and V-Half, build_bytes()); 0 for
+/// closed-form policies and for a shape the policy rejects (refused as such).
+std::uint64_t schedule_build_bytes(pipesched::schedule_id id, const pipesched::shape& s);
+
 /// A usage error if `what` (a command and its format, as the user typed them) would hold more
-/// than memory_budget for shape `s` at `bytes_per_unit`; it names the shape, the estimate and
-/// the budget, then `advice`.
-void require_memory_budget(const pipesched::shape& s, std::uint64_t bytes_per_unit, std::string_view what,
-                           std::string_view advice);
+/// than memory_budget or replay more than work_budget units: it names the shape, the estimate
+/// and the budget, then `advice`. The one place every command's estimate is checked. A shape
+/// beyond the event's fields (check_common) passes: the policy refuses it, naming the field.
+void require_within_budget(const resource_estimate& e, std::string_view what, std::string_view advice);
 
 /// The whole of a file, or of standard input for "-", read in blocks up to max_input_bytes.
 /// A file that cannot be opened or read (with the system's reason: a directory, permissions),

@@ -28,9 +28,10 @@ const command_spec* find_command(std::string_view name);
 std::string unknown_command_message(std::string_view name);
 
 /// The `simai` report (text or JSON) of a workload file's contents (simai.cpp; the demo shows
-/// it for the built-in workload).
+/// it for the built-in workload); `full`: the text lists every step of SimAI's order.
 std::string simai_report(std::string_view source, std::string_view text, pipesched::schedule_id policy,
-                         std::string_view format, const pipesched::simai::analytical_options& network = {});
+                         std::string_view format, const pipesched::simai::analytical_options& network = {},
+                         bool full = false);
 
 /// `pipesched --help` and `pipesched help COMMAND` (help.cpp).
 std::string general_help();

@@ -57,9 +57,17 @@ int run_compare(const parsed_args& args) {
     }
     const std::uint32_t p = ranks ? *ranks : static_cast<std::uint32_t>(file->guess.ranks);
     const std::uint32_t m = microbatches ? *microbatches : file->guess.microbatches;
-    // One schedule at a time; the multi-chunk ones, at v chunks, hold the most.
-    require_memory_budget({p, m, v}, pipesched::structure_check_bytes_per_unit, "compare",
-                          "use fewer ranks or microbatches");
+    // One schedule at a time: the multi-chunk ones, at v chunks, hold the most, and V-Min and
+    // V-Half build their order first. Every schedule is replayed.
+    resource_estimate estimate{};
+    estimate.shape = {p, m, v};
+    estimate.bytes_per_unit = pipesched::structure_check_bytes_per_unit;
+    for (const pipesched::schedule_info& info : pipesched::schedules) {
+        const pipesched::shape s{p, m, info.multi_chunk ? v : 1u};
+        estimate.build_bytes = std::max(estimate.build_bytes, schedule_build_bytes(info.id, s));
+        estimate.units_replayed += std::uint64_t{s.ranks} * s.chunks * s.microbatches;
+    }
+    require_within_budget(estimate, "compare", "use fewer ranks or microbatches");
     std::vector<std::array<std::string, 8>> rows;
     rows.push_back({"schedule", "chunks", "bubble", "makespan", "peak max", "peak rank 0", "peak max / v", "note"});
     /// The numbers of one simulated row; false (row left as "-") if the result overflowed.
@@ -116,7 +124,8 @@ const command_spec compare_command{"compare", "bubble, makespan and peak activat
      "maximum over ranks and on rank 0, as simulate's peak_activations) and the maximum divided by\n"
      "the chunks, in activations of a rank's whole share of the model. With --csv FILE the file's\n"
      "schedule is the last row, compared at its own shape. A shape whose replay would hold more\n"
-     "than 4 GiB (1 byte per stage and microbatch) is refused with exit 2.",
+     "than 4 GiB (1 byte per stage and microbatch) or replay more than 2^26 (stage, microbatch)\n"
+     "units over all schedules is refused with exit 2.",
      compare_flags, run_compare};
 
 } // namespace pipesched::cli

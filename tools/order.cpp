@@ -28,6 +28,12 @@ template <pipesched::schedule_policy P> struct csv_line_sink {
 
 int run_order(const parsed_args& args) {
     const schedule_request req = read_schedule(args);
+    // Written as it is produced: what the order holds is its schedule's (V-Min and V-Half
+    // build theirs whole).
+    resource_estimate estimate{};
+    estimate.shape = req.options.shape;
+    estimate.build_bytes = schedule_build_bytes(req.id, req.options.shape);
+    require_within_budget(estimate, "order", "use fewer ranks or microbatches");
     return with_requested_schedule(req, [&](const auto& pol) -> int {
         output_buffer out{stdout};
         const pipesched::shape s = pol.shape;

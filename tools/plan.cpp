@@ -396,13 +396,20 @@ int run_plan(const parsed_args& args) {
         if (const auto path = args.get("stage-times"))
             o.measured = read_stage_times(*path);
         o.autoschedule = !args.get("no-autoschedule");
-        // Every schedule keeps a table per (stage, microbatch) unit while it is replayed.
-        require_memory_budget({static_cast<std::uint32_t>(t.pipeline_parallel),
-                               static_cast<std::uint32_t>(std::min<std::uint64_t>(
-                                   t.microbatches != 0 ? t.microbatches : t.global_batch, 0xFFFFFFFFu)),
-                               16},
-                              pipesched::structure_check_bytes_per_unit, "plan",
-                              "use fewer microbatches or pipeline ranks");
+        // Every schedule keeps a table per (stage, microbatch) unit while it is replayed, and
+        // V-Min and V-Half build their order first.
+        resource_estimate estimate{};
+        estimate.shape = {static_cast<std::uint32_t>(t.pipeline_parallel),
+                          static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                              t.microbatches != 0 ? t.microbatches : t.global_batch, 0xFFFFFFFFu)),
+                          16};
+        estimate.bytes_per_unit = pipesched::structure_check_bytes_per_unit;
+        for (const pipesched::schedule_info& info : pipesched::schedules)
+            estimate.build_bytes = std::max(
+                estimate.build_bytes, schedule_build_bytes(info.id, {estimate.shape.ranks, estimate.shape.microbatches, 2}));
+        estimate.units_replayed =
+            std::uint64_t{estimate.shape.ranks} * estimate.shape.chunks * estimate.shape.microbatches;
+        require_within_budget(estimate, "plan", "use fewer microbatches or pipeline ranks");
         const pl::plan_result r = pl::plan(m, t, g, o, ma.padded_vocab_for_megatron);
         for (const std::string& word : ma.ignored)
             notes.push_back("ignored: " + word);

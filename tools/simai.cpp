@@ -16,7 +16,7 @@
 namespace pipesched::cli {
 namespace {
 
-constexpr std::array<flag_spec, 13> simai_flags{{
+constexpr std::array<flag_spec, 14> simai_flags{{
     {"schedule", "NAME", "the order to compare SimAI's with", "1F1B", false},
     {"format", "text|json|simai-csv", "a report, the facts as JSON, or SimAI's own EndToEnd CSV", "text", false},
     {"gpus", "N", "SimAI's -g: GPUs in the job", "the workload's all_gpus", false},
@@ -30,6 +30,7 @@ constexpr std::array<flag_spec, 13> simai_flags{{
     {"tp-overlap", "R", "SimAI's -tp_o, 0..1", "0", false},
     {"ep-overlap", "R", "SimAI's -ep_o, 0..1", "0", false},
     {"pp-overlap", "R", "SimAI's -pp_o, above 0 and at most 1", "1", false},
+    {"full", "", "text: every step of SimAI's order (else the first 200 and last 50 of a longer one)", "", false},
 }};
 
 /// A float as SimAI's std::stof reads it, but the whole value must be a number. A value that
@@ -199,9 +200,14 @@ std::vector<std::string> workload_warnings(std::string_view text, const pipesche
     return warnings;
 }
 
+/// A text report lists SimAI's order in full up to this many steps; a longer one (one step per
+/// microbatch and pass: ga = 65536 made 11.8 MB) shows its first and last steps, unless --full.
+constexpr std::size_t steps_shown_first = 200;
+constexpr std::size_t steps_shown_last = 50;
+
 std::string simai_report_text(std::string_view source, const pipesched::simai::workload& w,
                               const pipesched::simai::analytical_comparison& a, std::span<const std::string> warnings,
-                              bool megatron_order, bool one_chunk) {
+                              bool megatron_order, bool one_chunk, bool full) {
     const pipesched::simai::comparison& c = a.timeline;
     using pipesched::simai::meaning;
     const auto& st = c.layout;
@@ -236,6 +242,7 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
     }
     std::size_t i = 0;
     std::size_t n = 1;
+    std::vector<std::string> lines;
     while (i < steps.size()) {
         const auto& first = *steps[i];
         std::size_t j = i;
@@ -253,15 +260,27 @@ std::string simai_report_text(std::string_view source, const pipesched::simai::w
                                                                  : std::string{pipesched::simai::to_string(first.role)};
             std::string line = "  " + number_text(n++) + ". ";
             line += name;
-            while (line.size() < 24)
+            // Columns at 24 and 60, at least one space apart past step 9999 (`backward mb 43rows`).
+            do
                 line += ' ';
+            while (line.size() < 24);
             line += "rows " + rows_text(rows);
-            while (line.size() < 60)
+            do
                 line += ' ';
+            while (line.size() < 60);
             line += ms(first.start_ns) + " .. " + ms(end) + "\n";
-            s += line;
+            lines.push_back(std::move(line));
         }
         i = j;
+    }
+    const bool abbreviated = !full && lines.size() > steps_shown_first + steps_shown_last;
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+        if (abbreviated && k == steps_shown_first) {
+            s += "  ... " + number_text(lines.size() - steps_shown_first - steps_shown_last) +
+                 " more steps (--full prints every step)\n";
+            k = lines.size() - steps_shown_last;
+        }
+        s += lines[k];
     }
 
     s += "\nProblems with that order:\n";
@@ -437,7 +456,7 @@ bool same_order_as_megatron(pipesched::schedule_id policy, std::uint32_t ga) {
 } // namespace
 
 std::string simai_report(std::string_view source, std::string_view text, pipesched::schedule_id policy,
-                         std::string_view format, const pipesched::simai::analytical_options& network) {
+                         std::string_view format, const pipesched::simai::analytical_options& network, bool full) {
     if (text.substr(0, 3) == "\xEF\xBB\xBF")
         fail(std::string{source} + ": line 1, column 1: a UTF-8 byte order mark (BOM); save the file without one");
     const pipesched::simai::parse_result parsed = pipesched::simai::parse_workload(text);
@@ -518,7 +537,7 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
     } else {
         // A multi-chunk schedule runs one chunk per rank here (the file's stages): said so.
         s = simai_report_text(source, w, a, warnings, same_order_as_megatron(policy, c.ga),
-                              pipesched::info(policy).multi_chunk);
+                              pipesched::info(policy).multi_chunk, full);
     }
     return s;
 }
@@ -534,11 +553,13 @@ int run_simai(const parsed_args& args) {
         policy = *id;
     }
     const std::string format = format_choice(args, {"text", "json", "simai-csv"});
+    if (args.get("full") && format != "text")
+        fail("--full applies only to --format text, not to " + format);
     const pipesched::simai::analytical_options network = read_network(args);
     const std::string_view path = args.positional();
     output_buffer out{stdout};
     out.append(simai_report(path == "-" ? std::string{"standard input"} : file_label(path), read_input(path), policy,
-                            format, network));
+                            format, network, args.get("full").has_value()));
     return finish_output(out);
 }
 
@@ -551,7 +572,8 @@ const command_spec simai_command{"simai", "SimAI's execution order of an AICB wo
      "and gradient sync land. Times come from SimAI's own analytical model (SimAI_analytical v1.6),\n"
      "whose command-line parameters the network flags mirror: its report (the EndToEnd CSV with\n"
      "--format simai-csv), the same for both orders, and a timeline replay of both orders with\n"
-     "SimAI's per-collective times.",
+     "SimAI's per-collective times. A text report lists the first 200 and the last 50 steps of an\n"
+     "order longer than 250 steps; --full lists every step.",
      simai_flags, run_simai, "FILE"};
 
 } // namespace pipesched::cli

@@ -178,12 +178,16 @@ int run_simulate(const parsed_args& args) {
             fail("missing required flag --" + std::string{flag} + " (or --csv FILE)" + args.see_help());
     }
     const schedule_request req = read_schedule(args);
+    resource_estimate estimate{};
+    estimate.shape = req.options.shape;
+    estimate.bytes_per_unit = memory_per_unit(format, args.get("iteration").has_value());
+    estimate.build_bytes = schedule_build_bytes(req.id, req.options.shape);
+    estimate.units_replayed = std::uint64_t{estimate.shape.ranks} * estimate.shape.chunks * estimate.shape.microbatches;
+    require_within_budget(estimate, "simulate --format " + format + (args.get("iteration") ? " --iteration" : ""),
+                          format == "text" ? "--format json or chrome keep no timeline; or fewer ranks, chunks or microbatches"
+                                           : "use fewer ranks, chunks or microbatches");
     return with_requested_schedule(req, [&](const auto& pol) -> int {
         using policy = std::remove_cvref_t<decltype(pol)>;
-        require_memory_budget(pol.shape, memory_per_unit(format, args.get("iteration").has_value()),
-                              "simulate --format " + format + (args.get("iteration") ? " --iteration" : ""),
-                              format == "text" ? "--format json or chrome keep no timeline; or fewer ranks, chunks or microbatches"
-                                               : "use fewer ranks, chunks or microbatches");
         const std::string_view name = pipesched::display_name(pipesched::info(req.id));
         pipesched::cost_model model = cost_model_for(costs, pol.shape.chunks);
         model.fill_with_weight = args.get("fill-w").has_value();
@@ -245,7 +249,7 @@ const command_spec simulate_command{"simulate", "replay a schedule on a cost mod
      "bubble_fraction, peak_activations, busy, idle} per rank; chrome: trace-event JSON for\n"
      "ui.perfetto.dev or chrome://tracing, written as it is produced. A shape whose replay would\n"
      "hold more than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 32 with\n"
-     "--iteration) is refused with exit 2.",
+     "--iteration) or replay more than 2^26 (stage, microbatch) units is refused with exit 2.",
      simulate_flags, run_simulate};
 
 } // namespace pipesched::cli

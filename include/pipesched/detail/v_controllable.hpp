@@ -28,13 +28,16 @@
 // Peak activation memory at unit costs, measured by tests over grids: (p+4)//3 microbatches
 // of a rank's activations for V-Min and (p+2)//2 for V-Half (twice that in chunk activations)
 // once m is large enough to reach the steady state, never more.
+//
+// Cost of building: memory linear in p * m (build_bytes_per_unit) and time about linear in it
+// plus the squeeze's walks: every structure is sized by a rank's actions, never by its slots
+// (a rank spans about 4p + 6m slots, so tables per slot were quadratic in p when m is small:
+// V-Min at p = 8192, m = 1 held 4 GB and took 128 s; it now holds 11 MB and takes 0.5 s).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <functional>
-#include <queue>
 #include <tuple>
 #include <vector>
 
@@ -44,6 +47,16 @@
 namespace pipesched::detail::v_controllable {
 
 enum class memory_setup : std::uint8_t { min, half };
+
+/// Most bytes generate() holds at once per (rank, microbatch), the order it returns included:
+/// the slot lists (six of 8 bytes), close_up's copy of them, the squeeze's record of each
+/// rank's actions (8 or 16 bytes each, six or four per microbatch) and the 48 bytes of events
+/// returned, with room for vector growth; and per rank, for its lists' allocations and the
+/// slot buckets. Measured peak resident memory of a program that only builds (g++ 12 -O2,
+/// 2026-12-06): 118 MB at p = m = 1024 (113 bytes per unit), 155 MB at p = 65535, m = 16,
+/// 66 MB at p = 65535, m = 1 (1 KB per rank).
+inline constexpr std::uint64_t build_bytes_per_unit = 192;
+inline constexpr std::uint64_t build_bytes_per_rank = 1536;
 
 /// Slot lists of one rank: list k holds the slot of each microbatch's action of kind k
 /// (0: F chunk 0, 1: F chunk 1, 2: I chunk 1, 3: I chunk 0, 4/5: W).
@@ -79,6 +92,13 @@ struct merge_walk {
     }
 };
 
+/// Calls f(slot, k) for every action of a rank's lists in slot order (merge_walk).
+template <class F>
+void for_each_action(const rank_slots& lists, F f) {
+    merge_walk walk{lists};
+    for (std::size_t k = walk.next(); k < lists.size(); k = walk.next()) f(lists[k][walk.head[k]++], k);
+}
+
 [[nodiscard]] inline std::int64_t last_slot(const rank_slots& lists) {
     std::int64_t last = 0;
     for (const auto& l : lists) {
@@ -87,41 +107,50 @@ struct merge_walk {
     return last;
 }
 
-/// Adds W lists to the four action lists of a rank: one list, or one per chunk (split).
+// Every structure below is sized by a rank's actions, never by its slots: a rank of a shape
+// with many ranks and few microbatches spans about 4p slots (V-Min) of which only 6m hold an
+// action, and tables per slot made V-Min at p = 8192, m = 1 hold 4 GB. Slots a rank leaves
+// empty are runs between two of its actions; each rule below says what a run of them does.
+
+/// Adds W lists to the four action lists of a rank: one list, or one per chunk (split). Each
+/// empty slot up to the rank's last action runs the first pending W (chunk 1's first when
+/// split); the W's left over follow the last action.
 inline void place_weights(rank_slots& lists, bool split) {
     lists.resize(4);
     const std::int64_t bound = last_slot(lists);
     lists.resize(split ? 6 : 5);
     std::array<std::uint32_t, 2> pending{0, 0};
     std::array<std::size_t, 4> head{0, 0, 0, 0};
-    for (std::int64_t slot = 0; slot <= bound; ++slot) {
+    std::int64_t slot = 0; // the first slot not yet handed out
+    for (;;) {
         std::size_t best = 4;
         for (std::size_t k = 0; k < 4; ++k) {
             if (head[k] == lists[k].size()) continue;
             if (best == 4 || lists[k][head[k]] < lists[best][head[best]]) best = k;
         }
-        if (best < 4 && lists[best][head[best]] == slot) {
-            ++head[best];
-            if (best >= 2) ++pending[split ? best - 2 : 0];
-            continue;
-        }
-        for (std::size_t w = 0; w < 2; ++w) {
-            if (pending[w] == 0) continue;
+        const std::int64_t next_action = best < 4 ? lists[best][head[best]] : bound + 1;
+        for (; slot < next_action && pending[0] + pending[1] > 0; ++slot) {
+            const std::size_t w = pending[0] > 0 ? 0 : 1;
             lists[4 + w].push_back(slot);
             --pending[w];
-            break;
         }
+        if (best == 4) break;
+        slot = next_action + 1;
+        ++head[best];
+        if (best >= 2) ++pending[split ? best - 2 : 0];
     }
-    std::int64_t slot = bound;
+    std::int64_t after = bound;
     for (std::size_t w = 0; w < 2; ++w) {
-        for (; pending[w] > 0; --pending[w]) lists[4 + w].push_back(++slot);
+        for (; pending[w] > 0; --pending[w]) lists[4 + w].push_back(++after);
     }
 }
 
-/// A rank's chunk activations and its W's whose I has run, after a slot.
+/// A rank's chunk activations and its W's whose I has run, after a slot. 32 bits each: a rank
+/// holds at most 2m activations and 2m W's.
 struct memory_state {
-    std::int64_t held = 0;
-    std::int64_t pending = 0;
+    std::int32_t held = 0;
+    std::int32_t pending = 0;
+    friend constexpr bool operator==(const memory_state&, const memory_state&) = default;
 };
 inline constexpr std::size_t empty_slot = ~std::size_t{0};
 
@@ -140,27 +169,27 @@ inline constexpr std::size_t empty_slot = ~std::size_t{0};
     return s;
 }
 
-/// Chunk activations of a rank after each of its slots, 0 to its last (next_memory); calls
-/// f(slot, activations).
-template <class F>
-void walk_memory(const rank_slots& lists, F f) {
-    const bool has_w = lists.size() > 4;
-    const std::int64_t bound = last_slot(lists);
-    merge_walk walk{lists};
-    memory_state s{};
-    for (std::int64_t slot = 0; slot <= bound; ++slot) {
-        std::size_t k = walk.next();
-        if (k < lists.size() && lists[k][walk.head[k]] == slot) ++walk.head[k];
-        else k = empty_slot;
-        s = next_memory(s, k, has_w);
-        f(slot, s.held);
-    }
+/// next_memory over `count` empty slots in a row: each runs a pending W while there is one.
+[[nodiscard]] inline memory_state after_empty_slots(memory_state s, std::int64_t count, bool has_w) noexcept {
+    if (has_w || count <= 0) return s;
+    const auto ran = static_cast<std::int32_t>(std::min<std::int64_t>(count, s.pending));
+    s.held -= ran;
+    s.pending -= ran;
+    return s;
 }
 
-/// Peak chunk activations of a rank's slot lists (walk_memory).
+/// Peak chunk activations of a rank's slot lists (next_memory from slot 0 to the last action;
+/// empty slots only lower them, so the peak is after an action).
 [[nodiscard]] inline std::int64_t peak_memory(const rank_slots& lists) {
+    const bool has_w = lists.size() > 4;
+    memory_state s{};
+    std::int64_t previous = -1;
     std::int64_t peak = 0;
-    walk_memory(lists, [&peak](std::int64_t, std::int64_t current) { peak = std::max(peak, current); });
+    for_each_action(lists, [&](std::int64_t slot, std::size_t k) {
+        s = next_memory(after_empty_slots(s, slot - previous - 1, has_w), k, has_w);
+        peak = std::max<std::int64_t>(peak, s.held);
+        previous = slot;
+    });
     return peak;
 }
 
@@ -182,18 +211,64 @@ void walk_memory(const rank_slots& lists, F f) {
     return std::max(a[lo - 1], b[y - 1]);
 }
 
-using head_key = std::tuple<std::int64_t, std::uint32_t, std::uint32_t, std::uint32_t>; // slot, rank, list, mb
-using head_queue = std::priority_queue<head_key, std::vector<head_key>, std::greater<>>;
+/// One action in the order the squeeze and close_up take them: by slot, then rank, list and
+/// microbatch.
+struct head {
+    std::int64_t slot;
+    std::uint32_t rank;
+    std::uint32_t list;
+    std::uint32_t mb;
+};
 
-inline head_queue heads_of(const std::vector<rank_slots>& all) {
-    head_queue q;
-    for (std::uint32_t r = 0; r < all.size(); ++r) {
-        for (std::uint32_t k = 0; k < all[r].size(); ++k) {
-            if (!all[r][k].empty()) q.emplace(all[r][k][0], r, k, 0U);
+/// The heads of every rank's lists in that order. A list's next action comes after its head
+/// (lists are sorted by slot), so a bucket per slot serves instead of a heap: each action is
+/// taken in constant time plus its share of sorting one slot's bucket, which holds at most one
+/// action per rank. Memory: one bucket per slot up to the last (about 4p + 6m), and the heads.
+class slot_order {
+public:
+    explicit slot_order(const std::vector<rank_slots>& all) : all_{all} {
+        std::int64_t last = 0;
+        for (const auto& lists : all) last = std::max(last, last_slot(lists));
+        buckets_.resize(static_cast<std::size_t>(last) + 1);
+        for (std::uint32_t r = 0; r < all.size(); ++r) {
+            for (std::uint32_t k = 0; k < all[r].size(); ++k) {
+                if (!all[r][k].empty()) add(head{all[r][k][0], r, k, 0});
+            }
         }
     }
-    return q;
-}
+
+    /// The next head, or false when every action was taken. Taking one makes the next
+    /// action of its list a head (at its slot in `all` as it was when given).
+    bool next(head& h) {
+        while (slot_ < buckets_.size()) {
+            std::vector<head>& bucket = buckets_[slot_];
+            if (taken_ == 0) {
+                std::sort(bucket.begin(), bucket.end(), [](const head& a, const head& b) {
+                    return std::tie(a.rank, a.list, a.mb) < std::tie(b.rank, b.list, b.mb);
+                });
+            }
+            if (taken_ < bucket.size()) {
+                h = bucket[taken_++];
+                if (h.mb + 1 < all_[h.rank][h.list].size()) {
+                    add(head{all_[h.rank][h.list][h.mb + 1], h.rank, h.list, h.mb + 1});
+                }
+                return true;
+            }
+            std::vector<head>{}.swap(bucket);
+            ++slot_;
+            taken_ = 0;
+        }
+        return false;
+    }
+
+private:
+    void add(const head& h) { buckets_[static_cast<std::size_t>(h.slot)].push_back(h); }
+
+    const std::vector<rank_slots>& all_;
+    std::vector<std::vector<head>> buckets_;
+    std::size_t slot_ = 0;  ///< the bucket being taken
+    std::size_t taken_ = 0; ///< heads taken from it
+};
 
 /// Replays every rank in slot order with unit costs and no latency, each action as early as its
 /// inputs allow; returns the start slots.
@@ -205,11 +280,11 @@ inline std::vector<rank_slots> close_up(const std::vector<rank_slots>& all) {
         for (std::size_t k = 0; k < all[r].size(); ++k) end[r][k].assign(all[r][k].size(), -1);
     }
     std::vector<std::int64_t> rank_free(p, 0);
-    head_queue q = heads_of(all);
-    while (!q.empty()) {
-        const auto [slot, r, k, i] = q.top();
-        q.pop();
-        (void)slot;
+    slot_order order{all};
+    for (head h{}; order.next(h);) {
+        const std::uint32_t r = h.rank;
+        const std::uint32_t k = h.list;
+        const std::uint32_t i = h.mb;
         std::int64_t ready = rank_free[r];
         if ((k == 0 || k == 2) && r > 0) ready = std::max(ready, end[r - 1][k][i]);
         if ((k == 1 || k == 3) && r + 1 < p) ready = std::max(ready, end[r + 1][k][i]);
@@ -217,7 +292,6 @@ inline std::vector<rank_slots> close_up(const std::vector<rank_slots>& all) {
         if (i > 0) ready = std::max(ready, end[r][k][i - 1]);
         end[r][k][i] = ready + 1;
         rank_free[r] = ready + 1;
-        if (i + 1 < all[r][k].size()) q.emplace(all[r][k][i + 1], r, k, i + 1);
     }
     for (auto& lists : end) {
         for (auto& l : lists) {
@@ -227,51 +301,137 @@ inline std::vector<rank_slots> close_up(const std::vector<rank_slots>& all) {
     return end;
 }
 
-/// A rank's activations and pending W's after each slot when the W's run implicitly, one in
-/// each empty slot (walk_memory without W lists), for step 4's squeeze: a move changes them from
-/// the new slot on, until they meet the old ones again past the old slot, so try_move() walks
-/// only that stretch instead of the whole rank.
+/// Step 3's view of one rank (W's explicit): the actions placed so far in slot order, each with
+/// what it does to the rank's activations (F +1, I 0, W -1; an empty slot changes nothing). The
+/// squeeze places actions in slot order and moves them only earlier, so every action placed
+/// lies before the one being placed, and the activations after a slot u before it are the sum
+/// of the changes up to u: constant from one placed action to the next.
+class placed_actions {
+public:
+    /// Where an action at `slot` whose inputs exist after slot `after` goes: the first empty
+    /// slot in (after, slot) from which the rank's activations stay within `cap` up to `slot`
+    /// once `change` is added to them (they are within it before), else `slot`.
+    [[nodiscard]] std::int64_t earliest_fit(std::int64_t after, std::int64_t slot, std::int32_t change,
+                                            std::int64_t cap) const {
+        std::int64_t first = after + 1;
+        if (change > 0) {
+            // Back from `slot` over runs of equal activations: `held` from placed_[j - 1] to `end`.
+            std::int64_t held = total_;
+            std::int64_t end = slot - 1;
+            for (std::size_t j = placed_.size(); end > after; --j) {
+                if (held + change > cap) {
+                    first = end + 1;
+                    break;
+                }
+                if (j == 0) break;
+                held -= placed_[j - 1].change;
+                end = placed_[j - 1].slot - 1;
+            }
+        }
+        auto it = std::lower_bound(placed_.begin(), placed_.end(), first, by_slot);
+        std::int64_t t = first;
+        for (; it != placed_.end() && it->slot == t; ++it) ++t;
+        return t < slot ? t : slot;
+    }
+
+    void reserve(std::size_t actions) { placed_.reserve(actions); }
+
+    /// Records an action at the empty slot `at` that changes activations by `change`.
+    void place(std::int64_t at, std::int32_t change) {
+        const auto it = std::lower_bound(placed_.begin(), placed_.end(), at, by_slot);
+        placed_.insert(it, action_at{static_cast<std::int32_t>(at), change});
+        total_ += change;
+    }
+
+private:
+    struct action_at {
+        std::int32_t slot; ///< slots stay below 2^31: a rank's are at most 6pm <= 6 * 2^20
+        std::int32_t change;
+    };
+    static bool by_slot(const action_at& a, std::int64_t t) noexcept { return a.slot < t; }
+
+    std::vector<action_at> placed_;
+    std::int64_t total_ = 0; ///< the activations after the last placed action
+};
+
+/// A rank's activations and pending W's after each of its actions when the W's run implicitly,
+/// one in each empty slot (next_memory without W lists), for step 4's squeeze: a move changes
+/// them from the new slot on, until they meet the old ones again past the old slot, so
+/// try_move() walks only that stretch instead of the whole rank.
 class implicit_w_memory {
 public:
-    explicit implicit_w_memory(const rank_slots& lists)
-        : kind_(static_cast<std::size_t>(last_slot(lists) + 1), empty), after_(kind_.size()) {
-        for (std::size_t k = 0; k < lists.size(); ++k) {
-            for (const std::int64_t t : lists[k]) kind_[static_cast<std::size_t>(t)] = static_cast<std::int8_t>(k);
-        }
+    explicit implicit_w_memory(const rank_slots& lists) {
+        std::size_t actions = 0;
+        for (const auto& l : lists) actions += l.size();
+        actions_.reserve(actions);
         memory_state s{};
-        for (std::size_t u = 0; u < kind_.size(); ++u) after_[u] = s = next(s, kind_[u]);
+        std::int64_t previous = -1;
+        for_each_action(lists, [&](std::int64_t slot, std::size_t k) {
+            s = next(after_empty_slots(s, slot - previous - 1, false), k);
+            actions_.push_back(action_at{static_cast<std::int32_t>(slot), static_cast<std::int8_t>(k), s});
+            previous = slot;
+        });
+    }
+
+    /// The first slot from `from` on that holds no action.
+    [[nodiscard]] std::int64_t first_empty(std::int64_t from) const {
+        auto it = std::lower_bound(actions_.begin(), actions_.end(), from, by_slot);
+        for (; it != actions_.end() && it->slot == from; ++it) ++from;
+        return from;
     }
 
     /// Moves the action of list k from slot `from` to the empty slot `to` < from if the rank's
     /// activations stay within `cap` (they are within it before); false, and nothing changed,
     /// if not.
     bool try_move(std::size_t k, std::int64_t from, std::int64_t to, std::int64_t cap) {
-        const auto f = static_cast<std::size_t>(from);
-        const auto t = static_cast<std::size_t>(to);
-        memory_state s = t > 0 ? after_[t - 1] : memory_state{};
+        const auto first_after = static_cast<std::size_t>(
+            std::lower_bound(actions_.begin(), actions_.end(), to, by_slot) - actions_.begin());
+        const auto moved = static_cast<std::size_t>(
+            std::lower_bound(actions_.begin(), actions_.end(), from, by_slot) - actions_.begin());
+        std::int64_t previous = first_after > 0 ? actions_[first_after - 1].slot : -1;
+        memory_state s = first_after > 0 ? actions_[first_after - 1].after : memory_state{};
+        s = next(after_empty_slots(s, to - previous - 1, false), k);
+        if (s.held > cap) return false;
+        const memory_state at_to = s;
+        previous = to;
+        // The states after the actions from first_after on, with `from` empty, up to the first
+        // one at or past `from` where they equal the old ones (equal from there on). Empty slots
+        // between actions only lower the activations, so the actions are where to check.
         changed_.clear();
-        for (std::size_t u = t; u < kind_.size(); ++u) {
-            s = next(s, u == t ? static_cast<std::int8_t>(k) : u == f ? empty : kind_[u]);
+        for (std::size_t j = first_after; j < actions_.size(); ++j) {
+            const action_at& a = actions_[j];
+            s = after_empty_slots(s, a.slot - previous - 1, false);
+            s = j == moved ? next_memory(s, empty_slot, false) : next(s, static_cast<std::size_t>(a.kind));
             if (s.held > cap) return false;
             changed_.push_back(s);
-            if (u >= f && s.held == after_[u].held && s.pending == after_[u].pending) break; // as before from here
+            previous = a.slot;
+            if (a.slot >= from && s == a.after) break;
         }
-        std::copy(changed_.begin(), changed_.end(), after_.begin() + static_cast<std::ptrdiff_t>(t));
-        kind_[t] = static_cast<std::int8_t>(k);
-        kind_[f] = empty;
+        for (std::size_t x = 0; x < changed_.size(); ++x) actions_[first_after + x].after = changed_[x];
+        const auto base = actions_.begin();
+        std::rotate(base + static_cast<std::ptrdiff_t>(first_after), base + static_cast<std::ptrdiff_t>(moved),
+                    base + static_cast<std::ptrdiff_t>(moved) + 1);
+        actions_[first_after] = action_at{static_cast<std::int32_t>(to), static_cast<std::int8_t>(k), at_to};
         return true;
     }
 
 private:
-    static constexpr std::int8_t empty = -1;
-    [[nodiscard]] static memory_state next(memory_state s, std::int8_t k) noexcept {
-        return next_memory(s, k == empty ? empty_slot : static_cast<std::size_t>(k), false);
-    }
+    struct action_at {
+        std::int32_t slot; ///< below 2^31, as for placed_actions
+        std::int8_t kind;  ///< its list
+        memory_state after;
+    };
+    static bool by_slot(const action_at& a, std::int64_t t) noexcept { return a.slot < t; }
+    [[nodiscard]] static memory_state next(memory_state s, std::size_t k) noexcept { return next_memory(s, k, false); }
 
-    std::vector<std::int8_t> kind_;     ///< the list whose action holds each slot, or empty
-    std::vector<memory_state> after_;   ///< the state after each slot
+    std::vector<action_at> actions_;    ///< in slot order
     std::vector<memory_state> changed_; ///< try_move()'s walk
 };
+
+/// The rank's activation change of an action of list k with explicit W's: F +1, I 0, W -1.
+[[nodiscard]] constexpr std::int32_t activation_change(std::uint32_t k) noexcept {
+    return k < 2 ? 1 : k >= 4 ? -1 : 0;
+}
 
 /// Step 3 (with_weights) or step 4's squeeze; see the header comment.
 inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_weights) {
@@ -281,72 +441,59 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
     }
     std::int64_t memory_cap = 0;
     for (const auto& lists : all) memory_cap = std::max(memory_cap, peak_memory(lists));
-    // With explicit W's a move changes a rank's activations only between the two slots (an F
-    // moved earlier adds one there, a W takes one away, an I changes nothing), so each rank's
-    // activations per slot, kept up to date, answer whether a slot fits without walking the
-    // whole rank again: that walk per candidate made V-Half take O(p^2 m) (p = 128, m = 256:
-    // 3.6 s). Every rank stays within memory_cap, so only the changed slots need a look.
-    std::vector<std::vector<std::int64_t>> activations(with_weights ? p : 0);
-    for (std::uint32_t r = 0; r < activations.size(); ++r) {
-        activations[r].assign(static_cast<std::size_t>(last_slot(all[r]) + 1), 0);
-        walk_memory(all[r], [&](std::int64_t t, std::int64_t current) { activations[r][static_cast<std::size_t>(t)] = current; });
-    }
-    std::vector<implicit_w_memory> implicit;
-    if (!with_weights) {
-        implicit.reserve(p);
-        for (const auto& lists : all) implicit.emplace_back(lists);
-    }
-    std::vector<std::vector<std::uint8_t>> occupied(p);
-    for (std::uint32_t r = 0; r < p; ++r) occupied[r].assign(static_cast<std::size_t>(last_slot(all[r]) + 1), 0);
-    const auto last_mb = static_cast<std::uint32_t>(all[0][0].size() - 1);
-    int phase = 0; // 0 warm-up, 1 steady (kept), 2 cool-down
-    head_queue q = heads_of(all);
-    while (!q.empty()) {
-        const auto [slot, r, k, i] = q.top();
-        q.pop();
-        if (i + 1 < all[r][k].size()) q.emplace(all[r][k][i + 1], r, k, i + 1);
-        if (k == 3 && r == 0 && phase == 0) phase = 1;
-        const bool keep = phase == 1 || (phase == 0 && !with_weights);
-        if (phase == 1 && k == 0 && i == last_mb) phase = 2;
-        std::int64_t& at = all[r][k][i];
-        if (!keep) {
-            std::int64_t after = -1;
-            if ((k == 0 || k == 2) && r > 0) after = std::max(after, all[r - 1][k][i]);
-            if ((k == 1 || k == 3) && r + 1 < p) after = std::max(after, all[r + 1][k][i]);
-            if (k > 0 && k < 4) after = std::max(after, all[r][k - 1][i]);
-            if (k == 4) after = std::max(after, kth_of_two(all[r][2], all[r][3], i)); // the i-th I of either chunk
-            if (i > 0) after = std::max(after, all[r][k][i - 1]);
-            bool moved = false;
-            if (with_weights) {
-                std::vector<std::int64_t>& held = activations[r];
-                const std::int64_t change = k < 2 ? 1 : k >= 4 ? -1 : 0;
-                // An I or a W fits anywhere; an F only past the last slot before it that
-                // already holds memory_cap.
-                std::int64_t first = after + 1;
-                for (std::int64_t u = slot - 1; change > 0 && u > after; --u) {
-                    if (held[static_cast<std::size_t>(u)] + change > memory_cap) {
-                        first = u + 1;
-                        break;
+    {
+        // With explicit W's a move changes a rank's activations only between the two slots (an
+        // F moved earlier adds one there, a W takes one away, an I changes nothing), so the
+        // placed actions answer whether a slot fits without walking the whole rank again: that
+        // walk per candidate made V-Half take O(p^2 m) (p = 128, m = 256: 3.6 s). Every rank
+        // stays within memory_cap, so only the stretch before the action needs a look.
+        std::vector<placed_actions> placed(with_weights ? p : 0);
+        for (std::uint32_t r = 0; r < placed.size(); ++r) {
+            std::size_t actions = 0;
+            for (const auto& l : all[r]) actions += l.size();
+            placed[r].reserve(actions);
+        }
+        std::vector<implicit_w_memory> implicit;
+        if (!with_weights) {
+            implicit.reserve(p);
+            for (const auto& lists : all) implicit.emplace_back(lists);
+        }
+        const auto last_mb = static_cast<std::uint32_t>(all[0][0].size() - 1);
+        int phase = 0; // 0 warm-up, 1 steady (kept), 2 cool-down
+        slot_order order{all};
+        for (head h{}; order.next(h);) {
+            const std::int64_t slot = h.slot;
+            const std::uint32_t r = h.rank;
+            const std::uint32_t k = h.list;
+            const std::uint32_t i = h.mb;
+            if (k == 3 && r == 0 && phase == 0) phase = 1;
+            const bool keep = phase == 1 || (phase == 0 && !with_weights);
+            if (phase == 1 && k == 0 && i == last_mb) phase = 2;
+            std::int64_t& at = all[r][k][i];
+            if (!keep) {
+                std::int64_t after = -1;
+                if ((k == 0 || k == 2) && r > 0) after = std::max(after, all[r - 1][k][i]);
+                if ((k == 1 || k == 3) && r + 1 < p) after = std::max(after, all[r + 1][k][i]);
+                if (k > 0 && k < 4) after = std::max(after, all[r][k - 1][i]);
+                if (k == 4) after = std::max(after, kth_of_two(all[r][2], all[r][3], i)); // the i-th I of either chunk
+                if (i > 0) after = std::max(after, all[r][k][i - 1]);
+                if (with_weights) {
+                    // An I or a W fits anywhere; an F only past the last slot before it that
+                    // already holds memory_cap.
+                    at = placed[r].earliest_fit(after, slot, activation_change(k), memory_cap);
+                } else {
+                    // A free slot before `slot` holds no action: the ones not yet placed come later.
+                    for (std::int64_t t = implicit[r].first_empty(after + 1); t < slot;
+                         t = implicit[r].first_empty(t + 1)) {
+                        if (implicit[r].try_move(k, slot, t, memory_cap)) {
+                            at = t;
+                            break;
+                        }
                     }
                 }
-                for (std::int64_t t = first; t < slot; ++t) {
-                    if (occupied[r][static_cast<std::size_t>(t)] != 0) continue;
-                    at = t;
-                    for (std::int64_t u = t; u < slot; ++u) held[static_cast<std::size_t>(u)] += change;
-                    moved = true;
-                    break;
-                }
-            } else {
-                // A free slot before `slot` holds no action: the ones not yet placed come later.
-                for (std::int64_t t = after + 1; t < slot && !moved; ++t) {
-                    if (occupied[r][static_cast<std::size_t>(t)] != 0) continue;
-                    moved = implicit[r].try_move(k, slot, t, memory_cap);
-                    if (moved) at = t;
-                }
             }
-            if (!moved) at = slot;
+            if (with_weights) placed[r].place(at, activation_change(k));
         }
-        occupied[r][static_cast<std::size_t>(at)] = 1;
     }
     if (!with_weights) {
         for (auto& lists : all) place_weights(lists, false);

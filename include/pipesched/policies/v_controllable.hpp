@@ -14,7 +14,8 @@
 // (tests/test_v_memory.cpp): V-Min (p+4)//3, V-Half (p+2)//2 microbatches of a rank's
 // activations (twice that in chunk activations; 1F1B holds p).
 // Accepted shapes: chunks = 2, ranks * microbatches <= 2^20 (the stored order and its
-// construction grow with it).
+// construction grow with it: at most build_bytes() while the order is built, about 113 bytes per
+// (rank, microbatch) and 1 KB per rank measured; 48 bytes per unit, the stored order, stay).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,13 @@ public:
     [[nodiscard]] shape_check check() const noexcept {
         if (const shape_check c = check_shape(shape); !c) return c;
         return explicit_schedule<placement::v_shape>::check();
+    }
+
+    /// Most bytes the constructor holds at once for shape s (linear in ranks x microbatches),
+    /// for a caller that bounds its memory before constructing (the command-line tool).
+    [[nodiscard]] static constexpr std::uint64_t build_bytes(const pipesched::shape& s) noexcept {
+        return v_controllable::build_bytes_per_unit * s.ranks * s.microbatches +
+               v_controllable::build_bytes_per_rank * s.ranks;
     }
 
     [[nodiscard]] static constexpr shape_check check_shape(const pipesched::shape& s) noexcept {
