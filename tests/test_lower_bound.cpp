@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+// Its own namespace: the unity build compiles this file with the other test files in one
+// translation unit, and their helpers share names (cost_case, placements).
+namespace lower_bound_tests {
+
 namespace {
 
 namespace ps = pipesched;
@@ -469,3 +473,5 @@ TEST_CASE("span_lower_bound: the Zero Bubble paper's 12 settings") {
         }
     }
 }
+
+} // namespace lower_bound_tests
