@@ -1,5 +1,6 @@
 // pipesched check
 #include <filesystem>
+#include <system_error>
 
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/analysis/validate.hpp>
@@ -26,6 +27,19 @@ constexpr std::array<flag_spec, 3> check_flags{{
 /// chakra::check_traces (chakra/astra.hpp).
 int check_chakra(std::string_view prefix) {
     const std::size_t count = chakra_rank_files(prefix);
+    // The check holds every rank's parsed trace at once (a few times the file's bytes), so the
+    // set is bounded as a whole, not only each file (read_input's 64 MiB).
+    constexpr std::uintmax_t max_set_bytes = std::uintmax_t{512} << 20;
+    std::uintmax_t total = 0;
+    for (std::size_t r = 0; r < count; ++r) {
+        std::error_code ec;
+        const std::uintmax_t size = std::filesystem::file_size(chakra_file(prefix, r), ec);
+        total += ec ? 0 : size;
+        if (total > max_set_bytes)
+            fail(pipesched::cli::quoted(std::string{prefix}) + ": the first " + number_text(r + 1) +
+                 " trace files already hold " + number_text(total) + " bytes, more than the 536870912 (512 MiB) " +
+                 "'check' reads as one set; check fewer ranks");
+    }
     std::vector<pipesched::chakra::trace> ranks;
     std::size_t nodes = 0;
     for (std::size_t r = 0; r < count; ++r) {
