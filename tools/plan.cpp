@@ -1,5 +1,6 @@
 // pipesched plan
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -396,19 +397,30 @@ int run_plan(const parsed_args& args) {
         if (const auto path = args.get("stage-times"))
             o.measured = read_stage_times(*path);
         o.autoschedule = !args.get("no-autoschedule");
-        // Every schedule keeps a table per (stage, microbatch) unit while it is replayed, and
-        // V-Min and V-Half build their order first.
+        // Every schedule keeps a table per (stage, microbatch) unit while it is replayed, V-Min
+        // and V-Half build their order first, and every chunk count the layers allow is replayed.
+        const std::uint64_t per_step = std::max<std::uint64_t>(1, t.micro_batch * t.data_parallel);
+        const std::uint64_t mb_count = std::max<std::uint64_t>(
+            1, std::min<std::uint64_t>(t.microbatches != 0 ? t.microbatches : t.global_batch / per_step, 0xFFFFFFFFu));
+        const std::vector<std::uint32_t> chunk_counts = pl::legal_chunk_counts(m, t);
+        const std::uint32_t most_chunks = chunk_counts.empty() ? 2 : std::max(2u, chunk_counts.back());
         resource_estimate estimate{};
-        estimate.shape = {static_cast<std::uint32_t>(t.pipeline_parallel),
-                          static_cast<std::uint32_t>(std::min<std::uint64_t>(
-                              t.microbatches != 0 ? t.microbatches : t.global_batch, 0xFFFFFFFFu)),
-                          16};
+        estimate.shape = {static_cast<std::uint32_t>(t.pipeline_parallel), static_cast<std::uint32_t>(mb_count),
+                          most_chunks};
         estimate.bytes_per_unit = pipesched::structure_check_bytes_per_unit;
-        for (const pipesched::schedule_info& info : pipesched::schedules)
+        const std::uint64_t pm = std::uint64_t{estimate.shape.ranks} * estimate.shape.microbatches;
+        for (const pipesched::schedule_info& info : pipesched::schedules) {
             estimate.build_bytes = std::max(
                 estimate.build_bytes, schedule_build_bytes(info.id, {estimate.shape.ranks, estimate.shape.microbatches, 2}));
-        estimate.units_replayed =
-            std::uint64_t{estimate.shape.ranks} * estimate.shape.chunks * estimate.shape.microbatches;
+            if (!info.multi_chunk)
+                estimate.units_replayed += pm;
+            else if (info.chunks == pipesched::chunk_rule::two)
+                estimate.units_replayed += 2 * pm;
+            else
+                for (const std::uint32_t v : chunk_counts)
+                    estimate.units_replayed += v * pm;
+        }
+        estimate.units_replayed += 5 * pm; // the auto-scheduler's answers, one per placement
         require_within_budget(estimate, "plan", "use fewer microbatches or pipeline ranks");
         const pl::plan_result r = pl::plan(m, t, g, o, ma.padded_vocab_for_megatron);
         for (const std::string& word : ma.ignored)
