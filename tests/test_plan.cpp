@@ -491,6 +491,6 @@ TEST_CASE("plan: a V placement puts the embedding and the loss on rank 0") {
     for (std::size_t s = 0; s < 4; ++s) CHECK(v.per_stage[s].forward == loop.per_stage[s].forward);
     CHECK(v.per_stage[3].forward > v.per_stage[1].forward);
     CHECK(v.per_stage[3].activation_memory > v.per_stage[1].activation_memory);
-    CHECK(pl::detail::rank_of_stage(3, 2, pipesched::placement::v_shape) == 0);
-    CHECK(pl::detail::rank_of_stage(3, 2, pipesched::placement::loop) == 1);
+    CHECK(pipesched::locate_stage(pipesched::placement::v_shape, 2, 3).rank == 0);
+    CHECK(pipesched::locate_stage(pipesched::placement::loop, 2, 3).rank == 1);
 }

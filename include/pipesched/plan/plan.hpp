@@ -90,16 +90,13 @@ namespace detail {
 struct stage_model {
     std::vector<stage_costs> costs{};
     std::vector<double> state_bytes{}; ///< per rank
+    std::vector<std::uint32_t> rank{};  ///< per stage: the rank that runs it
+    std::vector<stage_parameters> held{}; ///< per rank: the parameters of its stages
     double p2p = 0.0;
     std::vector<stage_seconds> seconds{};
     bool usable = true;
     std::string note{};
 };
-
-[[nodiscard]] inline std::uint32_t rank_of_stage(std::uint64_t s, std::uint64_t p, placement layout) {
-    if (layout == placement::v_shape && s >= p) return static_cast<std::uint32_t>(2 * p - 1 - s);
-    return static_cast<std::uint32_t>(s % p);
-}
 
 inline stage_model build_stage_model(const model_config& m, const training_config& t, const gpu_spec& g,
                                      const plan_options& o, std::uint64_t v, placement layout) {
@@ -109,8 +106,11 @@ inline stage_model build_stage_model(const model_config& m, const training_confi
     sm.costs.resize(stages.size());
     sm.seconds.resize(stages.size());
     sm.state_bytes.assign(p, 0.0);
-    const std::uint32_t first_rank = rank_of_stage(0, p, layout);
-    const std::uint32_t last_rank = rank_of_stage(stages.size() - 1, p, layout);
+    const auto ranks = static_cast<std::uint32_t>(p);
+    for (std::size_t s = 0; s < stages.size(); ++s)
+        sm.rank.push_back(locate_stage(layout, ranks, static_cast<std::uint32_t>(s)).rank);
+    sm.held.assign(p, stage_parameters{});
+    const bool output_copy_needed = sm.rank.front() != sm.rank.back();
     std::vector<double> working_set(p, 0.0);
     if (!o.measured.empty() && o.measured.size() != p && o.measured.size() != p * v) {
         sm.usable = false;
@@ -119,9 +119,11 @@ inline stage_model build_stage_model(const model_config& m, const training_confi
     }
     const double rate = g.peak_flops * o.efficiency;
     for (std::size_t s = 0; s < stages.size(); ++s) {
-        const std::uint32_t r = rank_of_stage(s, p, layout);
-        const stage_parameters params = parameters_of_stage(m, t, stages[s], first_rank != last_rank);
+        const std::uint32_t r = sm.rank[s];
+        const stage_parameters params = parameters_of_stage(m, t, stages[s], output_copy_needed);
         sm.state_bytes[r] += state_bytes(t, params);
+        sm.held[r].dense += params.dense;
+        sm.held[r].expert += params.expert;
         const stage_activation act = activation_of_stage(m, t, stages[s]);
         working_set[r] = std::max(working_set[r], act.recompute_working_set);
         stage_seconds sec = seconds_of(flops_of_stage(m, t, stages[s]), rate);
@@ -250,8 +252,7 @@ struct stage_model_costs {
                                      megatron_padded_vocab != 0 ? megatron_padded_vocab
                                                                 : plan::megatron_padded_vocab(m.vocab, t.tensor_parallel));
 
-    const auto finish_row = [&](schedule_report& row, const simulation& sim, const detail::stage_model& sm,
-                                const std::vector<stage_content>& stages) {
+    const auto finish_row = [&](schedule_report& row, const simulation& sim, const detail::stage_model& sm) {
         row.evaluated = true;
         row.pipeline_seconds = sim.makespan;
         row.bubble_fraction = sim.bubble_fraction;
@@ -259,20 +260,13 @@ struct stage_model_costs {
         double tail = 0.0;
         std::vector<double> last_backward(p, 0.0);
         std::vector<double> first_forward(p, 0.0);
-        std::vector<stage_parameters> held(p, stage_parameters{});
-        for (std::size_t s = 0; s < stages.size(); ++s) {
-            const std::uint32_t rank = detail::rank_of_stage(s, p, row.layout);
-            last_backward[rank] += sm.seconds[s].backward;
-            first_forward[rank] += sm.seconds[s].forward;
-            const stage_parameters sp = parameters_of_stage(m, t, stages[s],
-                                                            detail::rank_of_stage(0, p, row.layout) !=
-                                                                detail::rank_of_stage(stages.size() - 1, p, row.layout));
-            held[rank].dense += sp.dense;
-            held[rank].expert += sp.expert;
+        for (std::size_t s = 0; s < sm.seconds.size(); ++s) {
+            last_backward[sm.rank[s]] += sm.seconds[s].backward;
+            first_forward[sm.rank[s]] += sm.seconds[s].forward;
         }
         for (std::uint64_t k = 0; k < p; ++k) {
             row.peak_bytes[k] = sm.state_bytes[k] + sim.ranks[k].peak_memory;
-            tail = std::max(tail, detail::exposed_tail_seconds(t, g, held[k], last_backward[k], first_forward[k]));
+            tail = std::max(tail, detail::exposed_tail_seconds(t, g, sm.held[k], last_backward[k], first_forward[k]));
             if (row.peak_bytes[k] > row.peak_bytes[row.worst_rank]) row.worst_rank = static_cast<std::uint32_t>(k);
         }
         row.iteration_seconds = sim.makespan + tail;
@@ -296,15 +290,14 @@ struct stage_model_costs {
             row.id = info.id;
             row.chunks = v;
             row.layout = info.layout;
-            std::vector<stage_content> stages;
+            detail::stage_model sm;
             try {
-                stages = stage_contents(m, t, v);
-            } catch (const input_error& e) {
+                sm = detail::build_stage_model(m, t, g, o, v, info.layout);
+            } catch (const input_error& e) { // the layers do not split into v chunks as asked
                 row.note = e.what();
                 r.schedules.push_back(std::move(row));
                 continue;
             }
-            const detail::stage_model sm = detail::build_stage_model(m, t, g, o, v, info.layout);
             if (!sm.usable) {
                 row.note = sm.note;
                 r.schedules.push_back(std::move(row));
@@ -323,7 +316,7 @@ struct stage_model_costs {
                     row.note = "the replay failed: " + std::string{describe(sim.check)};
                     return;
                 }
-                finish_row(row, sim, sm, stages);
+                finish_row(row, sim, sm);
             });
             r.schedules.push_back(std::move(row));
         }
@@ -360,7 +353,7 @@ struct stage_model_costs {
         pipeline_memory pm;
         pc.p2p = sm.p2p;
         for (std::size_t s = 0; s < sm.costs.size(); ++s) {
-            const std::uint32_t rank = detail::rank_of_stage(s, p, c.layout);
+            const std::uint32_t rank = sm.rank[s];
             pc.per_stage.push_back({sm.costs[s].forward, sm.costs[s].backward_input, sm.costs[s].backward_weight});
             pm.per_stage.push_back({sm.costs[s].activation_memory, sm.costs[s].weight_memory,
                                     std::max(r.usable_bytes - sm.state_bytes[rank], 0.0)});
@@ -377,7 +370,7 @@ struct stage_model_costs {
             if (!sim) {
                 row.note = "the replay failed: " + std::string{describe(sim.check)};
             } else {
-                finish_row(row, sim, sm, stage_contents(m, t, c.v));
+                finish_row(row, sim, sm);
                 row.search_index = r.searched.size();
                 r.searched.push_back(std::move(a));
             }
