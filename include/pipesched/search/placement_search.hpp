@@ -21,6 +21,7 @@
 #include "local_search.hpp"
 #include "problem.hpp"
 #include "templates.hpp"
+#include "v_building_blocks.hpp"
 
 namespace pipesched::detail::autosched {
 
@@ -253,6 +254,9 @@ inline placement_result search_chunks(const problem& pr, const autoschedule_opti
             }
             if (differs) lists(tighter, "list scheduling under a tighter memory cap");
         }
+    }
+    if (pr.layout == placement::v_shape) {
+        v_building_block_orders(pr, 100000000, [&](order&& o) { consider(std::move(o), "V building blocks"); });
     }
     if (!res.have) consider(one_at_a_time(pr), "one microbatch at a time");
     refine(pr, options, ev, res, 4);
