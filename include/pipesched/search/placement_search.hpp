@@ -256,7 +256,7 @@ inline placement_result search_chunks(const problem& pr, const autoschedule_opti
         }
     }
     if (pr.layout == placement::v_shape) {
-        v_building_block_orders(pr, 100000000, [&](order&& o) { consider(std::move(o), "V building blocks"); });
+        v_building_block_orders(pr, [&](order&& o) { consider(std::move(o), "V building blocks"); });
     }
     if (!res.have) consider(one_at_a_time(pr), "one microbatch at a time");
     refine(pr, options, ev, res, 4);

@@ -140,6 +140,26 @@ inline timeline repeated(const std::vector<rank_slots>& block, std::uint32_t m) 
     return out;
 }
 
+/// The peak activations of any rank of the block repeated for m microbatches (peak(repeated(
+/// block, m)) without building the timeline): a rank holds the forwards started minus the W's
+/// started, highest just after a forward.
+inline std::int64_t repeated_peak(const std::vector<rank_slots>& block, std::uint32_t m) {
+    const auto at = first_slots(block);
+    std::int64_t out = 0;
+    for (const auto& r : at) {
+        const auto started = [&](std::uint8_t a, std::uint64_t t) -> std::int64_t {
+            return t < r[a] ? 0 : std::min<std::int64_t>(static_cast<std::int64_t>((t - r[a]) / period) + 1, m);
+        };
+        for (const std::uint8_t f : {f0, f1}) {
+            for (std::uint32_t j = 0; j < m; ++j) {
+                const std::uint64_t t = r[f] + std::uint64_t{period} * j;
+                out = std::max(out, started(f0, t) + started(f1, t) - started(w0, t) - started(w1, t));
+            }
+        }
+    }
+    return out;
+}
+
 /// Each rank's actions in slot order.
 inline order order_of(const timeline& g) {
     order out(g.size());
@@ -175,32 +195,74 @@ inline std::int64_t peak(const timeline& g) {
     return *std::max_element(each.begin(), each.end());
 }
 
+/// Unit-cost copies of the problem for the timelines: every action one slot, no p2p time.
+struct unit_timing {
+    problem pr;
+    evaluator ev;
+    clock ck;
+    unit_timing(std::uint32_t p, std::uint32_t m)
+        : pr{make_problem(shape{p, m, 1}, pipeline_costs{.uniform = {2.0, 2.0, 2.0}, .per_stage = {}, .p2p = 0.0}, pipeline_memory{},
+                          placement::v_shape, 2)},
+          ev{pr}, ck{pr} {}
+    unit_timing(const unit_timing&) = delete;
+    unit_timing& operator=(const unit_timing&) = delete;
+};
+
 /// Every action as early as its input and its rank allow, in the same order on each rank: the
-/// order replayed on the search's clock at unit costs (`unit` is a unit-cost evaluator of the
-/// timeline's microbatches). False when the order is not a schedule.
-inline bool squeeze(timeline& g, evaluator& unit, const problem& unit_problem) {
-    const order o = order_of(g);
-    if (!unit.run(o).legal) return false;
-    const auto& ck = unit.timing();
-    std::size_t length = 0;
-    std::vector<std::vector<std::int8_t>> rows(g.size());
-    for (std::uint32_t r = 0; r < g.size(); ++r) {
-        std::array<std::uint32_t, period> n{};
-        n.fill(0);
-        double free = 0.0;
-        for (const task a : o[r]) {
-            const std::int8_t act = action_of(a);
-            const std::uint32_t s = unit_problem.stage(r, a.chunk);
-            const std::uint32_t j = n[static_cast<std::size_t>(act)]++;
-            const double end = a.k == kind::f ? ck.forward_end(s, j) : a.k == kind::i ? ck.backward_end(s, j) : free + 1.0;
-            const auto slot = static_cast<std::size_t>(end - 0.5);
-            if (rows[r].size() <= slot) rows[r].resize(slot + 1, idle);
-            rows[r][slot] = act;
-            free = end;
+/// order replayed on the search's clock at unit costs. The slots are run column by column (a
+/// timeline built from a block has every input in an earlier column); when one is not ready
+/// there, the order is replayed by the evaluation instead. False when it is not a schedule.
+inline bool squeeze(timeline& g, unit_timing& unit) {
+    const auto p = static_cast<std::uint32_t>(g.size());
+    const std::size_t length = g.empty() ? 0 : g[0].size();
+    // Run in column order, no action ends later than it stood: the rows keep their length.
+    timeline rows(p, std::vector<std::int8_t>(length, idle));
+    std::size_t longest = 0;
+    clock& ck = unit.ck;
+    ck.reset();
+    bool swept = true;
+    for (std::size_t j = 0; j < length && swept; ++j) {
+        for (std::uint32_t r = 0; r < p; ++r) {
+            const std::int8_t a = g[r][j];
+            if (a == idle) continue;
+            const task t = task_of(static_cast<std::uint8_t>(a));
+            if (ck.try_run(unit.pr.stage(r, t.chunk), t.k) != clock::outcome::ran) {
+                swept = false;
+                break;
+            }
+            const auto slot = static_cast<std::size_t>(ck.free(r) - 0.5);
+            rows[r][slot] = a;
+            longest = std::max(longest, slot + 1);
         }
-        length = std::max(length, rows[r].size());
     }
-    for (auto& row : rows) row.resize(length, idle);
+    if (!swept) {
+        const order o = order_of(g);
+        if (!unit.ev.run(o).legal) return false;
+        const auto& done = unit.ev.timing();
+        for (std::uint32_t r = 0; r < p; ++r) {
+            rows[r].clear();
+            std::array<std::uint32_t, period> n{};
+            n.fill(0);
+            double free = 0.0;
+            for (const task a : o[r]) {
+                const std::int8_t act = action_of(a);
+                const std::uint32_t s = unit.pr.stage(r, a.chunk);
+                const std::uint32_t i = n[static_cast<std::size_t>(act)]++;
+                free = a.k == kind::f ? done.forward_end(s, i) : a.k == kind::i ? done.backward_end(s, i) : free + 1.0;
+                const auto slot = static_cast<std::size_t>(free - 0.5);
+                if (rows[r].size() <= slot) rows[r].resize(slot + 1, idle);
+                rows[r][slot] = act;
+                longest = std::max(longest, slot + 1);
+            }
+        }
+    } else {
+        for (std::uint32_t s = 0; s < unit.pr.stages(); ++s) {
+            for (const kind k : {kind::f, kind::i, kind::w}) {
+                if (ck.count(s, k) != unit.pr.m) return false;
+            }
+        }
+    }
+    for (auto& row : rows) row.resize(longest, idle);
     g = std::move(rows);
     return true;
 }
@@ -295,7 +357,7 @@ inline void defer_early_weights(timeline& g, std::int64_t top) {
 /// fixed stair (rank r's last (peak+1)/2 chunk-0 I's and min(r + 1, the rest) chunk-1 I's,
 /// placed from rank 0's last chunk-1 forward), its W's fill the slots left after them, and the
 /// whole is squeezed again. False when the stair does not fit the timeline.
-inline bool stair_cooldown(timeline& g, std::uint32_t m, evaluator& unit, const problem& unit_problem) {
+inline bool stair_cooldown(timeline& g, std::uint32_t m, unit_timing& unit) {
     const auto p = static_cast<std::int64_t>(g.size());
     const std::int64_t top = peak(g);
     const std::int64_t max_i0 = std::min<std::int64_t>((top + 1) / 2, m);
@@ -352,7 +414,7 @@ inline bool stair_cooldown(timeline& g, std::uint32_t m, evaluator& unit, const 
     }
     for (std::vector<std::int8_t>& row : g) row.resize(length, idle);
     (void)m;
-    return squeeze(g, unit, unit_problem);
+    return squeeze(g, unit);
 }
 
 /// Fills idle slots from the left: into each idle slot of a rank the first later action of a
@@ -446,53 +508,116 @@ inline void oldest_weights_first(order& o) {
     }
 }
 
-/// Unit-cost copies of the problem for the timelines: every action one slot, no p2p time.
-struct unit_timing {
-    problem pr;
-    evaluator ev;
-    unit_timing(std::uint32_t p, std::uint32_t m)
-        : pr{make_problem(shape{p, m, 1}, pipeline_costs{.uniform = {2.0, 2.0, 2.0}, .per_stage = {}, .p2p = 0.0}, pipeline_memory{},
-                          placement::v_shape, 2)},
-          ev{pr} {}
-    unit_timing(const unit_timing&) = delete;
-    unit_timing& operator=(const unit_timing&) = delete;
-};
 
 } // namespace v_blocks
 
-/// The order a building block yields with m microbatches and at most `cap` chunk activations
-/// per rank: the block repeated (for at least 2p microbatches, so that the steady state
-/// appears), squeezed, its warm-up filled, the extra microbatches dropped (a rank that then
-/// holds less defers its first W's), its cool-down rewritten as a stair, idle slots filled from
-/// later actions, and W's relabelled oldest first. Empty when a step does not apply.
-inline order building_block_order(const std::vector<v_blocks::rank_slots>& block, std::uint32_t m, std::int64_t cap,
-                                  v_blocks::unit_timing& steady, v_blocks::unit_timing& exact) {
+/// Shortest unit-slot span of any rank of a timeline: the building blocks' own measure, known
+/// without replaying at the real costs.
+inline std::int64_t unit_span(const v_blocks::timeline& g) {
+    std::int64_t out = 0;
+    for (const std::vector<std::int8_t>& row : g) {
+        std::int64_t first = -1, last = -1;
+        for (std::size_t j = 0; j < row.size(); ++j) {
+            if (row[j] == v_blocks::idle) continue;
+            if (first < 0) first = static_cast<std::int64_t>(j);
+            last = static_cast<std::int64_t>(j);
+        }
+        out = std::max(out, last - first + 1);
+    }
+    return out;
+}
+
+/// The timeline a building block yields with m microbatches and at most `cap` chunk
+/// activations per rank: the block repeated (for at least 2p microbatches, so that the steady
+/// state appears), its warm-up filled and squeezed, the extra microbatches dropped (a rank that
+/// then holds less defers its first W's), its cool-down rewritten as a stair, and idle slots
+/// filled from later actions. False when a step does not apply.
+inline bool building_block_timeline(const std::vector<v_blocks::rank_slots>& block, std::uint32_t m, std::int64_t cap,
+                                    v_blocks::unit_timing& steady, v_blocks::unit_timing& exact, v_blocks::timeline& g) {
     using namespace v_blocks;
     const auto p = static_cast<std::uint32_t>(block.size());
     const std::uint32_t steady_m = steady.pr.m;
-    timeline g = repeated(block, steady_m);
-    const std::int64_t first_peak = peak(g);
-    if ((m == steady_m && first_peak > cap) || first_peak > 2 * std::int64_t{p}) return {};
-    if (!squeeze(g, steady.ev, steady.pr) || !fill_warmup(g, steady_m) || !squeeze(g, steady.ev, steady.pr)) return {};
+    const std::int64_t first_peak = repeated_peak(block, steady_m);
+    if ((m == steady_m && first_peak > cap) || first_peak > 2 * std::int64_t{p}) return false;
+    g = repeated(block, steady_m);
+    if (!fill_warmup(g, steady_m) || !squeeze(g, steady)) return false;
     const std::int64_t warm_peak = peak(g);
-    if (warm_peak > first_peak) return {};
+    if (warm_peak > first_peak) return false;
     if (m < steady_m) {
         keep_first(g, m);
         if (m <= p && 2 * std::int64_t{m} <= cap) defer_early_weights(g, std::min<std::int64_t>(2 * std::int64_t{p}, warm_peak));
-        if (!squeeze(g, exact.ev, exact.pr) || peak(g) > cap) return {};
+        if (!squeeze(g, exact) || peak(g) > cap) return false;
     }
-    if (!stair_cooldown(g, m, exact.ev, exact.pr)) return {};
+    if (!stair_cooldown(g, m, exact)) return false;
     pull_forward(g, m);
-    order o = order_of(g);
-    oldest_weights_first(o);
+    return true;
+}
+
+/// The order of a timeline, W's relabelled to run the oldest pending weight gradient.
+inline order building_block_order(const v_blocks::timeline& g) {
+    order o = v_blocks::order_of(g);
+    v_blocks::oldest_weights_first(o);
     return o;
 }
 
-/// Offers consider(order) the order of every distinct building block whose repeated steady
-/// state fits the problem's limit in chunk activations, until `budget` timeline steps (each
-/// about 6pm actions) are spent.
+/// Every distinct block of p ranks, enumerated as Qi et al. describe (rank 0's slots, two
+/// offsets and the rank where the second takes over); blocks whose ranks interleave their
+/// actions alike give one order and are kept once, in enumeration order.
+inline std::vector<std::vector<v_blocks::rank_slots>> distinct_blocks(std::uint32_t p) {
+    using namespace v_blocks;
+    std::vector<std::vector<rank_slots>> blocks;
+    std::vector<std::pair<std::vector<std::uint64_t>, std::size_t>> keys;
+    for (std::uint32_t a = 1; a < period; ++a) {
+        for (std::uint32_t b = 1; b < period; ++b) {
+            for (std::uint32_t c = 1; c < period; ++c) {
+                if (a == b || a == c || b == c) continue;
+                rank_slots first{0, a, b, c, 0, 0};
+                place_weights(first);
+                for (std::uint32_t k0 = 1; k0 < period; ++k0) {
+                    for (std::uint32_t k1 = 1; k1 <= k0; ++k1) {
+                        for (std::uint32_t sw = 1; sw < p; ++sw) {
+                            if (k1 == k0 && sw > 1) break; // the same block for every switch rank
+                            std::vector<rank_slots> block = make_block(first, p, k0, k1, sw);
+                            if (block.empty()) continue;
+                            const auto at = first_slots(block);
+                            std::vector<std::uint64_t> key;
+                            key.reserve(period * std::size_t{p});
+                            for (const auto& r : at) {
+                                for (const std::uint64_t t : r) key.push_back(t - r[f0]);
+                            }
+                            keys.emplace_back(std::move(key), blocks.size());
+                            blocks.push_back(std::move(block));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    std::stable_sort(keys.begin(), keys.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<std::size_t> keep;
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+        if (k == 0 || keys[k].first != keys[k - 1].first) keep.push_back(keys[k].second);
+    }
+    std::sort(keep.begin(), keep.end());
+    std::vector<std::vector<rank_slots>> out;
+    out.reserve(keep.size());
+    for (const std::size_t k : keep) out.push_back(std::move(blocks[k]));
+    return out;
+}
+
+/// Building blocks replayed at the real costs, at most this many timeline actions in all.
+inline constexpr std::uint64_t building_block_work = 2'000'000;
+/// With more than 2p microbatches the blocks are first ranked at 2p by their unit-slot span,
+/// and only this many of the best are built with every microbatch.
+inline constexpr std::size_t building_block_finalists = 4;
+/// ...among the blocks whose steady state holds within this many activations of the most that fit.
+inline constexpr std::int64_t building_block_levels = 2;
+
+/// Offers consider(order) the orders of the distinct building blocks whose repeated steady
+/// state fits the problem's limit in chunk activations (v_blocks: enumerated as Qi et al.
+/// describe: rank 0's slots, two offsets and the rank where the second takes over).
 template <class Consider>
-void v_building_block_orders(const problem& pr, std::uint64_t budget, Consider&& consider) {
+void v_building_block_orders(const problem& pr, Consider&& consider) {
     using namespace v_blocks;
     if (pr.layout != placement::v_shape || pr.v != 2 || pr.p < 2) return;
     // The limit in chunk activations: the fewest of any rank, counted with its larger chunk.
@@ -502,41 +627,52 @@ void v_building_block_orders(const problem& pr, std::uint64_t budget, Consider&&
         if (chunk > 0.0) cap = std::min(cap, static_cast<std::int64_t>(std::floor(pr.limit(r) / chunk + 1e-9)));
     }
     if (cap < 2) return;
+    const std::vector<std::vector<rank_slots>> blocks = distinct_blocks(pr.p);
     const std::uint32_t steady_m = std::max(pr.m, 2 * pr.p);
-    unit_timing steady{pr.p, steady_m};
-    unit_timing exact{pr.p, pr.m};
-    std::vector<std::vector<std::uint64_t>> seen;
+    const std::uint32_t trial_m = std::min(pr.m, 2 * pr.p);
+    // Each block costs about four replays of 6p x (its microbatches) unit actions.
+    const auto cost = [&](std::uint32_t m) { return 4 * 6 * std::uint64_t{pr.p} * std::max(m, 2 * pr.p); };
     std::uint64_t used = 0;
-    for (std::uint32_t a = 1; a < period; ++a) {
-        for (std::uint32_t b = 1; b < period; ++b) {
-            for (std::uint32_t c = 1; c < period; ++c) {
-                if (a == b || a == c || b == c) continue;
-                rank_slots first{0, a, b, c, 0, 0};
-                place_weights(first);
-                for (std::uint32_t k0 = 1; k0 < period; ++k0) {
-                    for (std::uint32_t k1 = 1; k1 <= k0; ++k1) {
-                        for (std::uint32_t sw = 1; sw < pr.p; ++sw) {
-                            if (k1 == k0 && sw > 1) break; // the same block for every switch rank
-                            const std::vector<rank_slots> block = make_block(first, pr.p, k0, k1, sw);
-                            if (block.empty()) continue;
-                            // Blocks whose ranks interleave their actions alike give one order.
-                            const auto at = first_slots(block);
-                            std::vector<std::uint64_t> key;
-                            key.reserve(period * pr.p);
-                            for (const auto& r : at) {
-                                for (const std::uint64_t t : r) key.push_back(t - r[f0]);
-                            }
-                            if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-                            seen.push_back(std::move(key));
-                            if (used >= budget) return;
-                            used += 6;
-                            order o = building_block_order(block, pr.m, cap, steady, exact);
-                            if (!o.empty()) consider(std::move(o));
-                        }
-                    }
-                }
-            }
+    timeline g;
+    if (trial_m == pr.m) {
+        unit_timing steady{pr.p, steady_m};
+        unit_timing exact{pr.p, pr.m};
+        for (const auto& block : blocks) {
+            if ((used += cost(pr.m)) > building_block_work) return;
+            if (building_block_timeline(block, pr.m, cap, steady, exact, g)) consider(building_block_order(g));
         }
+        return;
+    }
+    // More than 2p microbatches: only the blocks that hold the most memory the limit allows
+    // (their steady state's peak within three of the highest that fits: the fewer activations
+    // a block holds, the longer its bubble), ranked by their span at the real costs with 2p
+    // microbatches; the best are built with all of them.
+    std::vector<std::int64_t> held(blocks.size());
+    std::int64_t top = 0;
+    const std::uint32_t lag = std::min(steady_m, 4 * pr.p + 2); // microbatch 0's W is within 4p + 2 periods
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+        held[k] = repeated_peak(blocks[k], lag);
+        if (held[k] <= cap) top = std::max(top, held[k]);
+    }
+    problem trial_pr = pr;
+    trial_pr.m = trial_m;
+    evaluator trial_ev{trial_pr};
+    std::vector<std::pair<evaluation, std::size_t>> ranked;
+    {
+        unit_timing trial{pr.p, trial_m};
+        for (std::size_t k = 0; k < blocks.size(); ++k) {
+            if (held[k] > top || held[k] + building_block_levels <= top) continue;
+            if ((used += cost(trial_m)) > building_block_work / 2) break;
+            if (!building_block_timeline(blocks[k], trial_m, cap, trial, trial, g)) continue;
+            const evaluation e = trial_ev.run(building_block_order(g));
+            if (e.legal && e.fits) ranked.emplace_back(e, k);
+        }
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first.better_than(y.first); });
+    unit_timing steady{pr.p, steady_m};
+    for (std::size_t k = 0; k < ranked.size() && k < building_block_finalists; ++k) {
+        if ((used += cost(pr.m)) > building_block_work) return;
+        if (building_block_timeline(blocks[ranked[k].second], pr.m, cap, steady, steady, g)) consider(building_block_order(g));
     }
 }
 
