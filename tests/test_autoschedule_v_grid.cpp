@@ -125,7 +125,7 @@ TEST_CASE("V building blocks: rank slots, the first slot of each action and the 
     }
 }
 
-TEST_CASE("V building blocks: every order is a valid V schedule within the limit it is offered under") {
+TEST_CASE("V building blocks: every order offered is a valid V schedule within the limit") {
     namespace ps = zb_v_grid::ps;
     namespace as = zb_v_grid::as;
     for (const std::uint32_t p : {2U, 3U, 4U}) {
@@ -147,8 +147,10 @@ TEST_CASE("V building blocks: every order is a valid V schedule within the limit
                     fitting += e.fits ? 1 : 0;
                     CHECK(static_cast<bool>(ps::validate(as::to_schedule<ps::placement::v_shape>(pr, o))));
                 });
-                CHECK(offered > 0);
-                CHECK(fitting > 0);
+                // Below a block's own memory nothing is offered (the smallest steady state of
+                // two ranks holds 3 or 4 chunk activations); at 2p, every block fits.
+                if (limit == 2.0 * p) CHECK(offered > 0);
+                CHECK(fitting == offered);
             }
         }
     }
