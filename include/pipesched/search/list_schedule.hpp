@@ -19,14 +19,12 @@ namespace pipesched::detail::autosched {
 /// decision is known when it is made. Adapts to any memory limit, including far below p.
 /// With several chunks per rank, among the chunks whose F (or I) could start at the same time
 /// the deeper stage goes first (deeper_first) or the shallower one; a W is taken from the chunk
-/// with the most W's pending. With a `prefix`, each rank first runs its prefix's actions in that
-/// order (each when its input is there), and only then chooses: list scheduling finishes an
-/// order another method began.
+/// with the most W's pending.
 enum class w_fill : std::uint8_t { lazy, gaps, eager };
 
 template <class Clock>
 order list_schedule_on(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill,
-                       bool deeper_first, const order* prefix = nullptr) {
+                       bool deeper_first) {
     const std::uint32_t p = pr.p;
     const std::uint32_t v = pr.v;
     const std::uint32_t m = pr.m;
@@ -45,12 +43,6 @@ order list_schedule_on(const problem& pr, const std::vector<double>& cap, bool f
     const auto propose = [&](std::uint32_t r) {
         proposal best{};
         const double free = ck.free(r);
-        if (prefix != nullptr && out[r].size() < (*prefix)[r].size()) {
-            const task a = (*prefix)[r][out[r].size()];
-            const std::uint32_t s = v == 1 ? r : pr.stage(r, a.chunk);
-            if (ck.allowed(s, a.k)) best = {std::max(free, input(s, a.k)), a};
-            return best;
-        }
         double f_ready = never, i_ready = never;
         std::uint32_t f_stage = 0, i_stage = 0;
         bool forwards_left = false;
@@ -123,11 +115,11 @@ order list_schedule_on(const problem& pr, const std::vector<double>& cap, bool f
 }
 
 inline order list_schedule(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill,
-                           bool deeper_first = true, const order* prefix = nullptr) {
+                           bool deeper_first = true) {
     if (pr.v == 1 && pr.layout == placement::loop) {
-        return list_schedule_on<basic_clock<false>>(pr, cap, forward_first, fill, deeper_first, prefix);
+        return list_schedule_on<basic_clock<false>>(pr, cap, forward_first, fill, deeper_first);
     }
-    return list_schedule_on<clock>(pr, cap, forward_first, fill, deeper_first, prefix);
+    return list_schedule_on<clock>(pr, cap, forward_first, fill, deeper_first);
 }
 
 } // namespace pipesched::detail::autosched

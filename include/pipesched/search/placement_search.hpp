@@ -1,8 +1,9 @@
 // pipesched: the search in one placement: every method, in order, on one problem
 // (search/problem.hpp), keeping the best order (search/autoschedule.hpp's header says why each
 // method is there). One stage per rank runs them all; several chunks per rank (the V and the
-// interleaved placement) start from the catalogued schedules of that placement and list
-// scheduling, then local search and, on small shapes, branch and bound.
+// interleaved placement) start from the catalogued schedules of that placement, list
+// scheduling and, in the V, orders built from repeated building blocks (v_building_blocks.hpp),
+// then local search and, on small shapes, branch and bound.
 #pragma once
 
 #include <algorithm>
@@ -209,7 +210,8 @@ inline placement_result search_one_stage_per_rank(const problem& pr, const autos
 }
 
 /// Several chunks per rank: the catalogued schedules of the placement, list scheduling under
-/// the limit and under tighter caps (k chunk activations), then refine().
+/// the limit and under tighter caps (k chunk activations), in the V the building blocks' orders
+/// (at every memory level between the named V schedules'), then refine().
 inline placement_result search_chunks(const problem& pr, const autoschedule_options& options) {
     placement_result res{};
     evaluator ev{pr};

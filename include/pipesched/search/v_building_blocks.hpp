@@ -9,25 +9,27 @@
 // slots, two offsets and the rank where the second takes over) to find orders at every memory
 // level between the named V schedules'.
 //
-// Each block becomes an order: microbatch 0 of each action is placed at the first slot of its
-// kind after its input's (the forward chain down the ranks in chunk 0 and back up in chunk 1,
-// then the backward chain), microbatch j j periods later, and each rank runs its actions in slot
-// order. Its warm-up is then rewritten to fill the memory the steady state holds at once (all
-// the rank's forwards up front rather than one per period), and its W's are relabelled to run
-// the oldest pending weight gradient. Orders are replayed on the search's clock
-// (search/evaluation.hpp) under the real costs; the caller keeps the best that fit.
+// Each block becomes an order on a unit-slot timeline (every action one slot, as the blocks are
+// designed): microbatch 0 of each action at the first slot of its kind after its input's (the
+// forward chain down the ranks in chunk 0 and back up in chunk 1, then the backward chain),
+// microbatch j j periods later, for at least 2p microbatches so that the steady state appears;
+// then every rank's warm-up is filled with the activations the steady state holds, the extra
+// microbatches are dropped, the cool-down becomes a stair of I's two slots apart with the W's
+// after them, and later actions move into idle slots where their inputs are there and memory
+// does not rise. Squeezing a timeline (every action as early as its input allows, in the same
+// order) replays it on the search's clock (clock.hpp) at unit costs; the caller scores the
+// orders at the real costs (evaluation.hpp) and keeps the best that fits.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <utility>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "evaluation.hpp"
-#include "list_schedule.hpp"
 #include "problem.hpp"
 
 namespace pipesched::detail::autosched {
@@ -413,7 +415,6 @@ inline bool stair_cooldown(timeline& g, std::uint32_t m, unit_timing& unit) {
         length = std::max(length, row.size());
     }
     for (std::vector<std::int8_t>& row : g) row.resize(length, idle);
-    (void)m;
     return squeeze(g, unit);
 }
 
@@ -510,22 +511,6 @@ inline void oldest_weights_first(order& o) {
 
 
 } // namespace v_blocks
-
-/// Shortest unit-slot span of any rank of a timeline: the building blocks' own measure, known
-/// without replaying at the real costs.
-inline std::int64_t unit_span(const v_blocks::timeline& g) {
-    std::int64_t out = 0;
-    for (const std::vector<std::int8_t>& row : g) {
-        std::int64_t first = -1, last = -1;
-        for (std::size_t j = 0; j < row.size(); ++j) {
-            if (row[j] == v_blocks::idle) continue;
-            if (first < 0) first = static_cast<std::int64_t>(j);
-            last = static_cast<std::int64_t>(j);
-        }
-        out = std::max(out, last - first + 1);
-    }
-    return out;
-}
 
 /// The timeline a building block yields with m microbatches and at most `cap` chunk
 /// activations per rank: the block repeated (for at least 2p microbatches, so that the steady
