@@ -385,7 +385,6 @@ TEST_CASE("span_lower_bound and autoschedule: never above the optimum, proven op
     CHECK(tight == 375); // the others: ranks that make each other wait, which the bound does not see
 }
 
-
 namespace {
 
 /// Replays a named schedule on the chunk costs of `pr` and checks that its span is at least the
