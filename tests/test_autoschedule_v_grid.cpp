@@ -3,13 +3,14 @@
 // and the building blocks its V search starts from (search/v_building_blocks.hpp).
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
 #include <pipesched/analysis/validate.hpp>
 #include <pipesched/search/autoschedule.hpp>
 #include <pipesched/search/v_building_blocks.hpp>
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -20,36 +21,11 @@ namespace zb_v_grid {
 namespace ps = pipesched;
 namespace as = ps::detail::autosched;
 
-/// One `ok` row of grid.csv: per-chunk costs f (T_F), b (T_I), w (T_W), p2p c, the limit in
-/// chunk activations per rank and their span.
-struct row {
-    std::uint32_t p = 0, m = 0;
-    std::string cost_set{};
-    double f = 0, b = 0, w = 0, c = 0, max_mem = 0, span = 0;
-};
+using row = pipesched_test::zb_v_row;
 
 std::vector<row> ok_rows() {
-    std::string path = __FILE__;
-    path = path.substr(0, path.find_last_of("/\\") + 1) + "data/zb_v_auto/grid.csv";
-    std::ifstream in{path};
-    REQUIRE(in);
-    std::string line;
-    std::getline(in, line);
-    REQUIRE(line.rfind("p,m,cost_set,f,b,w,c,max_mem,status,span,", 0) == 0);
-    std::vector<row> out;
-    while (std::getline(in, line)) {
-        std::vector<std::string> cell;
-        std::size_t from = 0;
-        for (int k = 0; k < 10; ++k) {
-            const std::size_t comma = line.find(',', from);
-            cell.push_back(line.substr(from, comma - from));
-            from = comma + 1;
-        }
-        if (cell[8] != "ok") continue;
-        out.push_back({static_cast<std::uint32_t>(std::stoul(cell[0])), static_cast<std::uint32_t>(std::stoul(cell[1])), cell[2],
-                       std::stod(cell[3]), std::stod(cell[4]), std::stod(cell[5]), std::stod(cell[6]), std::stod(cell[7]),
-                       std::stod(cell[9])});
-    }
+    std::vector<row> out = pipesched_test::zb_v_grid_ok_rows();
+    REQUIRE(!out.empty());
     return out;
 }
 

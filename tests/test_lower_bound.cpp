@@ -3,6 +3,8 @@
 // settings.
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/policies/dualpipe_v.hpp>
 #include <pipesched/policies/gpipe.hpp>
@@ -22,7 +24,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -448,30 +449,15 @@ TEST_CASE("span_lower_bound: every named schedule is at least the bound of its p
 TEST_CASE("span_lower_bound: the Zero Bubble authors' V search never beats the V bound") {
     // tests/data/zb_v_auto/grid.csv: what their v_auto_schedule.py returns (README.md there):
     // per chunk T_F = f, T_I = b, T_W = w, p2p c, M_B = M_W = 1, max_mem per rank.
-    std::string path = __FILE__;
-    path = path.substr(0, path.find_last_of("/\\") + 1) + "data/zb_v_auto/grid.csv";
-    std::ifstream in{path};
-    REQUIRE(in);
-    std::string line;
-    std::getline(in, line);
-    CHECK(line.rfind("p,m,cost_set,f,b,w,c,max_mem,status,span,", 0) == 0);
     int rows = 0, meeting = 0;
     double widest = 0.0;
-    while (std::getline(in, line)) {
-        std::vector<std::string> cell;
-        std::size_t from = 0;
-        for (int k = 0; k < 10; ++k) {
-            const std::size_t comma = line.find(',', from);
-            cell.push_back(line.substr(from, comma - from));
-            from = comma + 1;
-        }
-        if (cell[8] != "ok") continue;
-        INFO(line.substr(0, 60));
-        const auto p = static_cast<std::uint32_t>(std::stoul(cell[0]));
-        const auto m = static_cast<std::uint32_t>(std::stoul(cell[1]));
-        const chunk_cost c{std::stod(cell[3]), std::stod(cell[4]), std::stod(cell[5]), 1.0, 1.0};
-        const as::problem pr = uniform_problem({p, m, 2}, ps::placement::v_shape, c, std::stod(cell[6]), std::stod(cell[7]));
-        const double span = std::stod(cell[9]);
+    const std::vector<pipesched_test::zb_v_row> grid = pipesched_test::zb_v_grid_ok_rows();
+    REQUIRE(!grid.empty());
+    for (const pipesched_test::zb_v_row& x : grid) {
+        INFO("p=" << x.p << " m=" << x.m << " costs " << x.cost_set << " max_mem " << x.max_mem);
+        const chunk_cost c{x.f, x.b, x.w, 1.0, 1.0};
+        const as::problem pr = uniform_problem({x.p, x.m, 2}, ps::placement::v_shape, c, x.c, x.max_mem);
+        const double span = x.span;
         const double bound = as::span_lower_bound(pr);
         CHECK(bound <= span + 1e-9);
         ++rows;

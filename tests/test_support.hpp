@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string_view>
 #include <initializer_list>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -279,6 +280,40 @@ void for_each_accepted_schedule(std::initializer_list<std::uint32_t> ranks,
             }
         }
     }
+}
+
+/// One `ok` row of tests/data/zb_v_auto/grid.csv (what the Zero Bubble authors' V search returns;
+/// README.md there): per-chunk costs f (T_F), b (T_I), w (T_W), p2p c, the limit in chunk
+/// activations per rank and their span.
+struct zb_v_row {
+    std::uint32_t p = 0, m = 0;
+    std::string cost_set{};
+    double f = 0, b = 0, w = 0, c = 0, max_mem = 0, span = 0;
+};
+
+/// Every `ok` row in file order; empty when the file is missing or its header is not the one
+/// the columns are read by.
+inline std::vector<zb_v_row> zb_v_grid_ok_rows() {
+    std::string path = __FILE__;
+    path = path.substr(0, path.find_last_of("/\\") + 1) + "data/zb_v_auto/grid.csv";
+    std::ifstream in{path};
+    std::string line;
+    if (!in || !std::getline(in, line) || line.rfind("p,m,cost_set,f,b,w,c,max_mem,status,span,", 0) != 0) return {};
+    std::vector<zb_v_row> out;
+    while (std::getline(in, line)) {
+        std::vector<std::string> cell;
+        std::size_t from = 0;
+        for (int k = 0; k < 10; ++k) {
+            const std::size_t comma = line.find(',', from);
+            cell.push_back(line.substr(from, comma - from));
+            from = comma + 1;
+        }
+        if (cell[8] != "ok") continue;
+        out.push_back({static_cast<std::uint32_t>(std::stoul(cell[0])), static_cast<std::uint32_t>(std::stoul(cell[1])), cell[2],
+                       std::stod(cell[3]), std::stod(cell[4]), std::stod(cell[5]), std::stod(cell[6]), std::stod(cell[7]),
+                       std::stod(cell[9])});
+    }
+    return out;
 }
 
 } // namespace pipesched_test
