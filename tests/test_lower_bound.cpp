@@ -3,6 +3,18 @@
 // paper's settings.
 #include <doctest/doctest.h>
 
+#include <pipesched/analysis/simulate.hpp>
+#include <pipesched/policies/dualpipe_v.hpp>
+#include <pipesched/policies/gpipe.hpp>
+#include <pipesched/policies/interleaved_1f1b.hpp>
+#include <pipesched/policies/interleaved_zero_bubble.hpp>
+#include <pipesched/policies/looped_bfs.hpp>
+#include <pipesched/policies/one_f_one_b.hpp>
+#include <pipesched/policies/v_half.hpp>
+#include <pipesched/policies/v_min.hpp>
+#include <pipesched/policies/zb_h1.hpp>
+#include <pipesched/policies/zb_h2.hpp>
+#include <pipesched/policies/zbv.hpp>
 #include <pipesched/search/lower_bound.hpp>
 
 #include <algorithm>
@@ -317,19 +329,6 @@ TEST_CASE("span_lower_bound: never above the optimum, every placement (exhaustiv
     CHECK(cases == 408);
     CHECK(tight == 375); // the others: ranks that make each other wait, which the bound does not see
 }
-
-#include <pipesched/analysis/simulate.hpp>
-#include <pipesched/policies/dualpipe_v.hpp>
-#include <pipesched/policies/gpipe.hpp>
-#include <pipesched/policies/interleaved_1f1b.hpp>
-#include <pipesched/policies/interleaved_zero_bubble.hpp>
-#include <pipesched/policies/looped_bfs.hpp>
-#include <pipesched/policies/one_f_one_b.hpp>
-#include <pipesched/policies/v_half.hpp>
-#include <pipesched/policies/v_min.hpp>
-#include <pipesched/policies/zb_h1.hpp>
-#include <pipesched/policies/zb_h2.hpp>
-#include <pipesched/policies/zbv.hpp>
 
 namespace {
 
