@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace json = pipesched::json;
 
@@ -50,4 +51,16 @@ TEST_CASE("json: numbers") {
     CHECK(number_of(std::numeric_limits<double>::infinity()) == "null");
     CHECK(number_of(-std::numeric_limits<double>::infinity()) == "null");
     CHECK(number_of(std::numeric_limits<double>::quiet_NaN()) == "null");
+}
+
+TEST_CASE("json: arrays of numbers and of strings") {
+    const auto array_of = [](const auto& items) {
+        std::string out;
+        json::append_array(out, items);
+        return out;
+    };
+    CHECK(array_of(std::vector<double>{}) == "[]");
+    CHECK(array_of(std::vector<double>{2.0, 3.5, std::numeric_limits<double>::infinity()}) == "[2,3.5,null]");
+    CHECK(array_of(std::vector<std::string>{"a", "b\"c"}) == "[\"a\",\"b\\\"c\"]");
+    CHECK(array_of(std::vector<std::string_view>{"x"}) == "[\"x\"]");
 }

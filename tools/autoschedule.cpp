@@ -130,16 +130,6 @@ request read_request(const parsed_args& args) {
     return req;
 }
 
-void append_numbers(std::string& s, const std::vector<double>& xs) {
-    s += '[';
-    for (std::size_t i = 0; i < xs.size(); ++i) {
-        if (i != 0)
-            s += ',';
-        pipesched::json::append_number(s, xs[i]);
-    }
-    s += ']';
-}
-
 /// "v", "interleaved" or "loop": the result's placement as --placement spells it.
 std::string_view placement_name(const pipesched::autoschedule_result& r) {
     return r.layout == pipesched::placement::v_shape ? "v" : r.chunks > 1 ? "interleaved" : "loop";
@@ -192,7 +182,7 @@ std::string json_report(const pipesched::autoschedule_result& r,
     s += ",\"bubble_fraction\":";
     pipesched::json::append_number(s, r.bubble_fraction);
     s += ",\"peak_memory\":";
-    append_numbers(s, r.peak_memory);
+    pipesched::json::append_array(s, r.peak_memory);
     s += ",\"method\":";
     pipesched::json::append_string(s, r.method);
     s += std::string{",\"proven_optimal\":"} + (r.proven_optimal ? "true" : "false");
@@ -219,7 +209,7 @@ std::string json_report(const pipesched::autoschedule_result& r,
         s += ",\"bubble_fraction\":";
         pipesched::json::append_number(s, n.bubble_fraction);
         s += ",\"peak_memory\":";
-        append_numbers(s, n.peak_memory);
+        pipesched::json::append_array(s, n.peak_memory);
         s += '}';
     } else {
         s += "null";

@@ -100,14 +100,6 @@ double read_positive(const parsed_args& args, std::string_view name, double fall
     return d.value;
 }
 
-void write_file(const std::string& path, std::string_view bytes) {
-    std::ofstream f{path, std::ios::binary | std::ios::trunc};
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f)
-        throw std::runtime_error{"cannot write " + path};
-}
-
 std::string read_file(const std::string& path) {
     std::ifstream f{path, std::ios::binary};
     std::string bytes{std::istreambuf_iterator<char>{f}, std::istreambuf_iterator<char>{}};
@@ -330,7 +322,7 @@ int run_chakra(const parsed_args& args) {
         for (std::size_t r = 0; r < n; ++r) {
             files.push_back(prefix + "." + number_text(r) + ".et");
             const std::string bytes = pipesched::chakra::encode(traces.ranks[r]);
-            write_file(files.back(), bytes);
+            write_output(files.back(), bytes);
             if (args.get("verify")) {
                 const pipesched::chakra::read_result back = pipesched::chakra::read_trace(read_file(files.back()));
                 if (!back)
@@ -340,11 +332,11 @@ int run_chakra(const parsed_args& args) {
             }
         }
         const std::string network = prefix + ".network.yml";
-        write_file(network, "topology: [ FullyConnected ]\nnpus_count: [ " + number_text(n) + " ]\nbandwidth: [ " +
+        write_output(network, "topology: [ FullyConnected ]\nnpus_count: [ " + number_text(n) + " ]\nbandwidth: [ " +
                                 fixed_text(net.bandwidth_gbps) + " ]  # GB/s, GB = 2^30 B\nlatency: [ " +
                                 fixed_text(net.latency_ns) + " ]  # ns\n");
         const std::string system = prefix + ".system.json";
-        write_file(system, "{\n    \"scheduling-policy\": \"LIFO\",\n    \"endpoint-delay\": 10,\n"
+        write_output(system, "{\n    \"scheduling-policy\": \"LIFO\",\n    \"endpoint-delay\": 10,\n"
                            "    \"active-chunks-per-dimension\": 1,\n    \"preferred-dataset-splits\": 1,\n"
                            "    \"all-reduce-implementation\": [\"ring\"],\n"
                            "    \"all-gather-implementation\": [\"ring\"],\n"
@@ -353,11 +345,11 @@ int run_chakra(const parsed_args& args) {
                            "    \"collective-optimization\": \"localBWAware\",\n    \"local-mem-bw\": 1600,\n"
                            "    \"boost-mode\": 0,\n    \"roofline-enabled\": 0,\n    \"peak-perf\": 900\n}\n");
         const std::string memory = prefix + ".remote_memory.json";
-        write_file(memory, "{ \"memory-type\": \"NO_MEMORY_EXPANSION\" }\n");
+        write_output(memory, "{ \"memory-type\": \"NO_MEMORY_EXPANSION\" }\n");
         std::string group_file;
         if (!traces.groups.empty()) {
             group_file = prefix + ".groups.json";
-            write_file(group_file, pipesched::chakra::comm_groups_json(traces.groups));
+            write_output(group_file, pipesched::chakra::comm_groups_json(traces.groups));
         }
 
         std::string s;

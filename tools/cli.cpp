@@ -380,6 +380,21 @@ std::string read_input(std::string_view path) {
     return text;
 }
 
+void write_output(const std::string& path, std::string_view bytes) {
+    errno = 0;
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (file == nullptr)
+        fail("cannot write " + file_label(path) + ": " + os_reason(errno != 0 ? errno : EIO));
+    errno = 0;
+    const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+    int error = written ? 0 : (errno != 0 ? errno : EIO);
+    errno = 0;
+    if (std::fclose(file) != 0 && error == 0)
+        error = errno != 0 ? errno : EIO;
+    if (error != 0)
+        fail("cannot write " + file_label(path) + ": " + os_reason(error));
+}
+
 decimal read_decimal(std::string_view text) {
     decimal d{};
     double x = 0.0;

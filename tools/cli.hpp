@@ -339,6 +339,10 @@ void require_within_budget(const resource_estimate& e, std::string_view what, st
 /// A file that cannot be opened or read (with the system's reason: a directory, permissions),
 /// or that is larger than the limit (/dev/zero), is a usage error naming it.
 std::string read_input(std::string_view path);
+/// Writes `bytes` to the file at `path`, created or emptied first. A file that cannot be
+/// written (a directory, a missing folder, permissions, a full disk) is a usage error naming
+/// it, with the system's reason.
+void write_output(const std::string& path, std::string_view bytes);
 /// How a file name appears in messages: as given when it is plain printable ASCII without
 /// quotes or backslashes, else quoted().
 std::string file_label(std::string_view path);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -205,13 +204,8 @@ void append_json_report(std::string& s, const pl::model_config& m, const pl::tra
     field(s, "total_mb", r.megatron.total_mb);
     s += '}';
     field_name(s, "ignored");
-    s += '[';
-    for (std::size_t k = 0; k < ignored.size(); ++k) {
-        if (k != 0)
-            s += ',';
-        pipesched::json::append_string(s, ignored[k]);
-    }
-    s += "]}\n";
+    pipesched::json::append_array(s, ignored);
+    s += "}\n";
 }
 
 void append_text_report(std::string& s, const pl::model_config& m, const pl::training_config& t, const pl::gpu_spec& g,
@@ -270,12 +264,6 @@ void append_text_report(std::string& s, const pl::model_config& m, const pl::tra
         s += "note: " + n + '\n';
 }
 
-void write_out(const std::string& path, std::string_view bytes) {
-    std::ofstream f{path, std::ios::binary};
-    if (!f || !f.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !f.flush())
-        fail("cannot write " + file_label(path));
-}
-
 /// Writes the recommended schedule with the costs plan() replayed it under: PyTorch CSV, a
 /// Chrome trace (microseconds), or Chakra traces of one data-parallel replica's whole iteration
 /// (durations rounded to whole microseconds, as Chakra stores them). Returns the files written.
@@ -295,14 +283,14 @@ std::vector<std::string> emit(std::string_view kind, const std::string& path, co
     std::vector<std::string> files;
     const auto write = [&](const auto& pol) {
         if (kind == "csv") {
-            write_out(path, pipesched::write_csv(pol));
+            write_output(path, pipesched::write_csv(pol));
             files.push_back(path);
         } else if (kind == "chrome") {
             pipesched::chrome_trace_sink records;
             const pipesched::simulation sim = pipesched::simulate(pol, model, records);
             if (!sim)
                 fail("the recommended schedule's replay failed: " + std::string{pipesched::describe(sim.check)});
-            write_out(path, pipesched::chrome_trace(records.records()));
+            write_output(path, pipesched::chrome_trace(records.records()));
             files.push_back(path);
         } else {
             pipesched::iteration_cost_model ic{};
@@ -326,7 +314,7 @@ std::vector<std::string> emit(std::string_view kind, const std::string& path, co
                 fail("--emit chakra: " + traces.error);
             for (std::size_t k = 0; k < traces.ranks.size(); ++k) {
                 files.push_back(path + "." + number_text(k) + ".et");
-                write_out(files.back(), pipesched::chakra::encode(traces.ranks[k]));
+                write_output(files.back(), pipesched::chakra::encode(traces.ranks[k]));
             }
         }
     };

@@ -520,19 +520,10 @@ std::string simai_report(std::string_view source, std::string_view text, pipesch
             s += ",\"" + std::string{key} + "\":";
             pipesched::json::append_number(s, std::round(value * 1e3) / 1e3); // to the nanosecond
         }
-        const auto strings = [&s](const std::vector<std::string>& list) {
-            s += '[';
-            for (std::size_t k = 0; k < list.size(); ++k) {
-                if (k != 0)
-                    s += ',';
-                pipesched::json::append_string(s, list[k]);
-            }
-            s += ']';
-        };
         s += ",\"notes\":";
-        strings(a.report.notes);
+        pipesched::json::append_array(s, a.report.notes);
         s += "},\"warnings\":";
-        strings(warnings);
+        pipesched::json::append_array(s, warnings);
         s += "}\n";
     } else {
         // A multi-chunk schedule runs one chunk per rank here (the file's stages): said so.

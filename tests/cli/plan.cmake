@@ -44,6 +44,8 @@ pipesched_cli_error(plan_no_batch "give --global-batch-size after -- or --microb
     plan ${plan_8b} -- --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --seq-length 8192)
 pipesched_cli_error(plan_layers_not_divisible "--num-layers 32 is not divisible by --pipeline-model-parallel-size 3"
     plan --model "${plan_data}/llama3_8b.json" --microbatches 8 -- --pipeline-model-parallel-size 3 --seq-length 8192)
+pipesched_cli_error(plan_emit_unwritable "cannot write [^\n]*/no_such_folder/x[.]csv: No such file or directory"
+    plan ${plan_8b} --emit csv --out "${CMAKE_CURRENT_BINARY_DIR}/no_such_folder/x.csv" ${plan_8b_args})
 pipesched_cli_error(plan_emit_without_out "--emit needs --out PATH" plan ${plan_8b} --emit csv ${plan_8b_args})
 pipesched_cli_error(plan_efficiency_range "--efficiency must be above 0 and at most 1"
     plan ${plan_8b} --efficiency 1.5 ${plan_8b_args})

@@ -6,6 +6,8 @@
 //   pipesched::json::append_number(s, 28.5);   // 28.5
 //   s += ",\"name\":";
 //   pipesched::json::append_string(s, "1F1B"); // "1F1B"
+//   s += ",\"peaks\":";
+//   pipesched::json::append_array(s, std::vector<double>{2, 3.5}); // [2,3.5]
 //
 // JSON has no infinity or NaN. append_number writes null for them, never a number they are not;
 // the replays report overflow as an error instead, so a correct caller never prints one.
@@ -18,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 
 namespace pipesched::json {
 
@@ -69,6 +72,23 @@ inline void append_number(std::string& out, double x) {
         return;
     }
     out.append(buf.data(), r.ptr);
+}
+
+/// `[x0,x1,...]`: strings by append_string, numbers by append_number.
+template <class Range>
+void append_array(std::string& out, const Range& items) {
+    out += '[';
+    bool first = true;
+    for (const auto& x : items) {
+        if (!first)
+            out += ',';
+        first = false;
+        if constexpr (std::is_convertible_v<decltype(x), std::string_view>)
+            append_string(out, x);
+        else
+            append_number(out, x);
+    }
+    out += ']';
 }
 
 } // namespace pipesched::json
