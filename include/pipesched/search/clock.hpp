@@ -87,8 +87,8 @@ public:
     /// When the input of (s, k) for microbatch i is on s's rank; missing if not produced yet.
     [[gnu::always_inline]] [[nodiscard]] double arrival(std::uint32_t s, kind k, std::uint32_t i) const noexcept {
         double at = 0.0; // W: its I ran earlier on the same rank
-        if (k == kind::f) return forward_input(s, i, at) ? at : missing;
-        if (k == kind::i) return backward_input(s, i, at) ? at : missing;
+        if (k == kind::f) return input<kind::f>(s, i, at) ? at : missing;
+        if (k == kind::i) return input<kind::i>(s, i, at) ? at : missing;
         return at;
     }
     /// The input of the next (s, k).
@@ -124,10 +124,10 @@ public:
         double ready_at = 0.0;
         if (k == kind::f) {
             if (n[0] >= m_) return outcome::failed;
-            if (!forward_input(s, n[0], ready_at)) return outcome::blocked;
+            if (!input<kind::f>(s, n[0], ready_at)) return outcome::blocked;
         } else if (k == kind::i) {
             if (n[1] >= n[0]) return outcome::failed;
-            if (!backward_input(s, n[1], ready_at)) return outcome::blocked;
+            if (!input<kind::i>(s, n[1], ready_at)) return outcome::blocked;
         } else if (n[2] >= n[1]) {
             return outcome::failed;
         }
@@ -179,32 +179,21 @@ private:
     // to have run before it on the same rank). False while the producer has not run (`at` is
     // then unchanged); the test is on its end, before any latency is added, so that the replay
     // asks it once.
-    [[gnu::always_inline]] bool forward_input(std::uint32_t s, std::uint32_t i, double& at_time) const noexcept {
-        if (!has_sender(tensor::activation, s, stages_)) return true;
-        const double t = end_[at(upstream_of(tensor::activation, s), i, kind::f)];
+    template <kind K> // F or I
+    [[gnu::always_inline]] bool input(std::uint32_t s, std::uint32_t i, double& at_time) const noexcept {
+        constexpr tensor needed = tensor_of(op_of(K));
+        if (!has_sender(needed, s, stages_)) return true;
+        const double t = end_[at(upstream_of(needed, s), i, K)];
         if (t == missing) return false;
-        at_time = input_ready(t, same_rank_f(s), comm_);
-        return true;
-    }
-    [[gnu::always_inline]] bool backward_input(std::uint32_t s, std::uint32_t i, double& at_time) const noexcept {
-        if (!has_sender(tensor::gradient, s, stages_)) return true;
-        const double t = end_[at(upstream_of(tensor::gradient, s), i, kind::i)];
-        if (t == missing) return false;
-        at_time = input_ready(t, same_rank_i(s), comm_);
+        at_time = input_ready(t, same_rank<K>(s), comm_);
         return true;
     }
 
-    /// Whether F(s)'s producer, and I(s)'s, run on s's own rank (never, one stage per rank).
-    [[nodiscard]] bool same_rank_f(std::uint32_t s) const noexcept {
+    /// Whether the producer of (s, K)'s input runs on s's own rank (never, one stage per rank).
+    template <kind K>
+    [[nodiscard]] bool same_rank(std::uint32_t s) const noexcept {
         if constexpr (Chunked) {
-            return stage_[s].same_rank_f;
-        } else {
-            return false;
-        }
-    }
-    [[nodiscard]] bool same_rank_i(std::uint32_t s) const noexcept {
-        if constexpr (Chunked) {
-            return stage_[s].same_rank_i;
+            return K == kind::f ? stage_[s].same_rank_f : stage_[s].same_rank_i;
         } else {
             return false;
         }

@@ -9,9 +9,10 @@
 // I(s+1, i) + p2p (the last stage's I after its own F), W(s, i) after I(s, i). Memory per
 // stage: F adds M_B, I releases M_B - M_W, W releases M_W; its peak must stay within the
 // stage's limit. Durations and the memory rule are the timing model's
-// (analysis/timing_model.hpp): the problem keeps each stage as a stage_costs and asks it. A rank's span runs from its first action's start
-// to its last action's end; span is the largest; bubble = (span - m(T_F + T_I + T_W)) / span
-// with the busiest stage's T's. The search minimises span, then makespan.
+// (analysis/timing_model.hpp): the problem keeps each stage as a stage_costs and asks it. A
+// rank's span runs from its first action's start to its last action's end; span is the
+// largest; bubble = (span - m(T_F + T_I + T_W)) / span with the busiest stage's T's. The search
+// minimises span, then makespan.
 //
 // A stage can always run F I W of one microbatch after another, which needs max(M_B, M_W); a
 // limit below that on some stage has no schedule, and the result says so with that number.
