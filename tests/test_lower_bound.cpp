@@ -1,9 +1,8 @@
-// The span lower bound over placements (search/lower_bound.hpp): by hand, against an
-// exhaustive search of every order on tiny shapes of each placement, and on the Zero Bubble
-// paper's settings.
+// The span lower bound of a placement (search/lower_bound.hpp): by hand, against an exhaustive
+// search of every order on tiny shapes of each placement, and on the Zero Bubble paper's
+// settings.
 #include <doctest/doctest.h>
 
-#include <pipesched/search/lower_bound.hpp>
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/policies/dualpipe_v.hpp>
 #include <pipesched/policies/gpipe.hpp>
@@ -16,6 +15,9 @@
 #include <pipesched/policies/zb_h1.hpp>
 #include <pipesched/policies/zb_h2.hpp>
 #include <pipesched/policies/zbv.hpp>
+#include <pipesched/search/autoschedule.hpp>
+#include <pipesched/search/named_schedules.hpp>
+#include <pipesched/search/lower_bound.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -32,11 +34,33 @@ namespace lower_bound_tests {
 namespace {
 
 namespace ps = pipesched;
+namespace as = ps::detail::autosched;
 
 constexpr double no_limit = std::numeric_limits<double>::infinity();
 
-ps::bound_problem uniform_problem(ps::shape s, ps::placement layout, ps::chunk_cost c, double p2p, double limit) {
-    return ps::bound_problem{s, layout, {c}, p2p, {limit}};
+/// Times and memory of one microbatch through one chunk (a global stage).
+struct chunk_cost {
+    double forward = 1.0, backward_input = 1.0, backward_weight = 1.0, activation = 1.0, weight = 1.0;
+};
+
+/// Costs and memory given per global stage (p v entries, taken as they are), limit per rank.
+struct stage_lists {
+    ps::pipeline_costs costs{};
+    ps::pipeline_memory memory{};
+};
+stage_lists per_stage(std::uint32_t stages, const chunk_cost& c, double p2p, double limit) {
+    stage_lists out{};
+    out.costs.p2p = p2p;
+    out.costs.per_stage.assign(stages, ps::stage_times{c.forward, c.backward_input, c.backward_weight});
+    out.memory.per_stage.assign(stages, ps::stage_memory{c.activation, c.weight, limit});
+    return out;
+}
+
+/// The search's problem of p ranks with v chunks (s.chunks) placed as `layout`, every chunk
+/// costing `c`.
+as::problem uniform_problem(ps::shape s, ps::placement layout, chunk_cost c, double p2p, double limit) {
+    const stage_lists l = per_stage(s.ranks * s.chunks, c, p2p, limit);
+    return as::make_problem({s.ranks, s.microbatches, 1}, l.costs, l.memory, layout, s.chunks);
 }
 
 /// The shortest span of any schedule within the limits, by trying every combination of per-rank
@@ -46,14 +70,13 @@ ps::bound_problem uniform_problem(ps::shape s, ps::placement layout, ps::chunk_c
 /// first stage's F's go in microbatch order (renaming microbatches by that order loses nothing).
 class exhaustive {
 public:
-    explicit exhaustive(const ps::bound_problem& pr, std::uint64_t node_limit = 20'000'000)
-        : pr_{pr}, p_{pr.pipeline.ranks}, m_{pr.pipeline.microbatches}, v_{pr.pipeline.chunks},
-          n_{p_ * v_}, limit_{node_limit} {
+    explicit exhaustive(const as::problem& pr, std::uint64_t node_limit = 20'000'000)
+        : pr_{pr}, p_{pr.p}, m_{pr.m}, v_{pr.v}, n_{p_ * v_}, limit_{node_limit} {
         for (std::uint32_t s = 0; s < n_; ++s) rank_.push_back(ps::locate_stage(pr.layout, p_, s).rank);
         start_.ranks.assign(p_, rank_state{});
         start_.end.assign(std::size_t{3} * n_ * m_, unset);
         for (std::uint32_t s = 0; s < n_; ++s) {
-            const ps::chunk_cost& c = cost(s);
+            const ps::stage_times& c = pr_.t[s];
             start_.ranks[rank_[s]].remaining += m_ * (c.forward + c.backward_input + c.backward_weight);
         }
     }
@@ -83,19 +106,16 @@ private:
         std::vector<double> end; ///< per (kind, stage, microbatch): end time, or unset
     };
 
-    [[nodiscard]] const ps::chunk_cost& cost(std::uint32_t s) const { return pr_.stages.size() == 1 ? pr_.stages[0] : pr_.stages[s]; }
-    [[nodiscard]] double limit(std::uint32_t r) const {
-        return pr_.limit.empty() ? no_limit : pr_.limit.size() == 1 ? pr_.limit[0] : pr_.limit[r];
-    }
+    [[nodiscard]] double limit(std::uint32_t r) const { return pr_.limit(r); }
     [[nodiscard]] std::size_t at(std::uint32_t kind, std::uint32_t s, std::uint32_t mb) const {
         return (std::size_t{kind} * n_ + s) * m_ + mb;
     }
     [[nodiscard]] double duration(std::uint32_t kind, std::uint32_t s) const {
-        const ps::chunk_cost& c = cost(s);
+        const ps::stage_times& c = pr_.t[s];
         return kind == f ? c.forward : kind == i ? c.backward_input : c.backward_weight;
     }
     [[nodiscard]] double memory_change(std::uint32_t kind, std::uint32_t s) const {
-        const ps::chunk_cost& c = cost(s);
+        const ps::stage_memory& c = pr_.mem[s];
         return kind == f ? c.activation : kind == i ? c.weight - c.activation : -c.weight;
     }
     /// When the input of the action exists (p2p included), or unset.
@@ -103,7 +123,7 @@ private:
         const auto from = [&](std::uint32_t kind, std::uint32_t s) {
             const double t = st.end[at(kind, s, a.mb)];
             if (t == unset) return unset;
-            return rank_[s] == rank_[a.stage] ? t : t + pr_.p2p;
+            return rank_[s] == rank_[a.stage] ? t : t + pr_.comm;
         };
         if (a.kind == f) return a.stage == 0 ? 0.0 : from(f, a.stage - 1);
         if (a.kind == i) return a.stage + 1 == n_ ? from(f, a.stage) : from(i, a.stage + 1);
@@ -174,7 +194,7 @@ private:
         }
     }
 
-    const ps::bound_problem& pr_;
+    const as::problem& pr_;
     std::uint32_t p_, m_, v_, n_;
     std::uint64_t limit_;
     std::uint64_t nodes_ = 0;
@@ -201,7 +221,7 @@ TEST_CASE("span_lower_bound: by hand") {
         // Rank 0: from its first F, the first I can start after F, F on rank 1, I on rank 1: 3;
         // two F's fill 2 of it. Work 6. The optimum is 7 (F0 F1 . I0 W0 I1 W1).
         const auto pr = uniform_problem({2, 2, 1}, ps::placement::loop, {}, 0.0, no_limit);
-        CHECK(ps::span_lower_bound(pr) == 7.0);
+        CHECK(as::span_lower_bound(pr) == 7.0);
         CHECK(exhaustive{pr}.run() == 7.0);
     }
     SUBCASE("V, p = 2, m = 1, unit times, no limit: head and tail windows touch") {
@@ -210,12 +230,12 @@ TEST_CASE("span_lower_bound: by hand") {
         // which I3 W3 fill 2. All F's come first (m = 1), so the two windows meet: 2 + 1 idle on
         // top of 6 of work. The optimum is 9.
         const auto pr = uniform_problem({2, 1, 2}, ps::placement::v_shape, {}, 0.0, no_limit);
-        CHECK(ps::span_lower_bound(pr) == 9.0);
+        CHECK(as::span_lower_bound(pr) == 9.0);
         CHECK(exhaustive{pr}.run() == 9.0);
     }
     SUBCASE("one rank: F I W of each microbatch, no idle") {
         const auto pr = uniform_problem({1, 5, 1}, ps::placement::loop, {2, 1, 1, 1, 1}, 0.0, 1.0);
-        CHECK(ps::span_lower_bound(pr) == 20.0);
+        CHECK(as::span_lower_bound(pr) == 20.0);
     }
     SUBCASE("the Zero Bubble paper's 1.5B model, p = 8, m = 24, limit 8 activations") {
         // Rank 0's round trip to its first I is 8 T_F + 7 T_I + 14 p2p = 283.192, 8 F's fill
@@ -223,7 +243,7 @@ TEST_CASE("span_lower_bound: by hand") {
         // 264.670; 7 held microbatches give 7 (T_I + T_W) = 191.961: idle 72.709. The limit
         // forces an I before the last F, so both count. Work 24 x 45.945 = 1102.680.
         const auto pr = uniform_problem({8, 24, 1}, ps::placement::loop, {18.522, 18.086, 9.337, 1.0, 1.0}, 0.601, 8.0);
-        CHECK(ps::span_lower_bound(pr) == doctest::Approx(1102.680 + 135.016 + 72.709).epsilon(1e-12));
+        CHECK(as::span_lower_bound(pr) == doctest::Approx(1102.680 + 135.016 + 72.709).epsilon(1e-12));
     }
     SUBCASE("memory over time: one activation of room on two stages") {
         // Loop p = 2, m = 6, limit 1: rank 0 holds each microbatch's activation from the start
@@ -231,52 +251,59 @@ TEST_CASE("span_lower_bound: by hand") {
         // microbatches held one at a time. Work 18 plus both windows' idle (2 + 2) is only 22.
         // The optimum runs the microbatches one after another: 6 x 5 = 30.
         const auto pr = uniform_problem({2, 6, 1}, ps::placement::loop, {}, 0.0, 1.0);
-        CHECK(ps::span_lower_bound(pr) == 24.0);
+        CHECK(as::span_lower_bound(pr) == 24.0);
         CHECK(exhaustive{pr}.run() == 30.0);
     }
     SUBCASE("no schedule fits: +infinity") {
         // The V's rank holds an activation of both its chunks after the second F.
-        CHECK(ps::span_lower_bound(uniform_problem({2, 2, 2}, ps::placement::v_shape, {}, 0.0, 1.5)) ==
+        CHECK(as::span_lower_bound(uniform_problem({2, 2, 2}, ps::placement::v_shape, {}, 0.0, 1.5)) ==
               std::numeric_limits<double>::infinity());
-        CHECK(std::isfinite(ps::span_lower_bound(uniform_problem({2, 2, 2}, ps::placement::v_shape, {}, 0.0, 2.0))));
-        CHECK(ps::span_lower_bound(uniform_problem({2, 2, 1}, ps::placement::loop, {}, 0.0, 0.5)) ==
+        CHECK(std::isfinite(as::span_lower_bound(uniform_problem({2, 2, 2}, ps::placement::v_shape, {}, 0.0, 2.0))));
+        CHECK(as::span_lower_bound(uniform_problem({2, 2, 1}, ps::placement::loop, {}, 0.0, 0.5)) ==
               std::numeric_limits<double>::infinity());
     }
 }
 
 TEST_CASE("span_lower_bound: input errors") {
-    auto pr = uniform_problem({2, 2, 2}, ps::placement::v_shape, {}, 0.0, 4.0);
-    CHECK(ps::check(pr).empty());
-    pr.pipeline.chunks = 3;
-    CHECK(ps::check(pr) == "the V placement has 2 chunks per rank");
-    CHECK(std::isnan(ps::span_lower_bound(pr)));
-    pr.pipeline.chunks = 2;
-    pr.stages.assign(3, ps::chunk_cost{});
-    CHECK(ps::check(pr) == "costs: expected one entry or one per stage");
-    pr.stages.assign(4, ps::chunk_cost{});
-    pr.stages[2].backward_weight = -1.0;
-    CHECK(ps::check(pr) == "costs: times must be finite numbers >= 0");
-    pr.stages[2].backward_weight = 1.0;
-    pr.stages[1].weight = std::numeric_limits<double>::quiet_NaN();
-    CHECK(ps::check(pr) == "costs: memory must be finite numbers >= 0");
-    pr.stages[1].weight = 1.0;
-    pr.limit = {1.0, 2.0, 3.0};
-    CHECK(ps::check(pr) == "memory limit: expected none, one, or one per rank");
-    pr.limit = {1.0, -2.0};
-    CHECK(ps::check(pr) == "memory limit must be >= 0");
-    pr.limit = {};
-    pr.p2p = std::numeric_limits<double>::infinity();
-    CHECK(ps::check(pr) == "p2p time must be a finite number >= 0");
-    pr.p2p = 0.0;
-    pr.pipeline.microbatches = 0;
-    CHECK(ps::check(pr) == "microbatches must be at least 1");
+    // The public entry takes autoschedule()'s input; what it refuses gives NaN, and
+    // check_bound_input names the problem.
+    const ps::shape s{2, 2, 1};
+    stage_lists l = per_stage(4, {}, 0.0, 4.0);
+    const auto refused = [&](ps::placement layout, std::uint32_t chunks) {
+        INFO(ps::check_bound_input(s, l.costs, l.memory, layout, chunks));
+        CHECK(std::isnan(ps::span_lower_bound(s, l.costs, l.memory, layout, chunks)));
+        return ps::check_bound_input(s, l.costs, l.memory, layout, chunks);
+    };
+    CHECK(ps::check_bound_input(s, l.costs, l.memory, ps::placement::v_shape, 2).empty());
+    CHECK(ps::span_lower_bound(s, l.costs, l.memory, ps::placement::v_shape, 2) ==
+          as::span_lower_bound(uniform_problem({2, 2, 2}, ps::placement::v_shape, {}, 0.0, 4.0)));
+    CHECK(refused(ps::placement::v_shape, 3) == "the V placement has 2 chunks per rank");
+    CHECK(refused(ps::placement::loop, 0) == "chunks per rank must be 1 .. 64");
+    CHECK(refused(ps::placement::loop, 3) == "per-stage lists of 4 entries describe neither the 2 ranks nor the 6 stages of this placement");
+    l.costs.per_stage.assign(3, ps::stage_times{});
+    CHECK(refused(ps::placement::v_shape, 2) == "per-stage costs: expected 2 stages (or a multiple: one per global stage), got 3");
+    l.costs.per_stage.assign(4, ps::stage_times{});
+    l.costs.per_stage[2].backward_weight = -1.0;
+    CHECK(refused(ps::placement::v_shape, 2) == "stage 2: T_W must be a finite number >= 0");
+    l.costs.per_stage[2].backward_weight = 1.0;
+    l.memory.per_stage[1].weight = std::numeric_limits<double>::quiet_NaN();
+    CHECK(refused(ps::placement::v_shape, 2) == "stage 1: M_W must be a finite number >= 0");
+    l.memory.per_stage[1].weight = 1.0;
+    l.memory.per_stage[3].limit = -2.0;
+    CHECK(refused(ps::placement::v_shape, 2) == "stage 3: the memory limit must be >= 0");
+    l.memory.per_stage[3].limit = 4.0;
+    l.costs.p2p = std::numeric_limits<double>::infinity();
+    CHECK(refused(ps::placement::v_shape, 2) == "p2p time must be a finite number >= 0");
+    l.costs.p2p = 0.0;
+    CHECK(ps::check_bound_input({2, 0, 1}, l.costs, l.memory, ps::placement::v_shape, 2) == "microbatches must be at least 1");
+    CHECK(std::isnan(ps::span_lower_bound({2, 0, 1}, l.costs, l.memory, ps::placement::v_shape, 2)));
 }
 
 namespace {
 
 struct cost_case {
     const char* name;
-    ps::chunk_cost c;
+    chunk_cost c;
     double p2p;
     bool uneven; ///< the first and last stages heavier (embedding, loss)
 };
@@ -289,20 +316,36 @@ constexpr cost_case cost_cases[] = {
     {"uneven stages", {1, 1, 0.5, 1, 1}, 0.2, true},
 };
 
-ps::bound_problem make_case(const placement_case& pc, std::uint32_t p, std::uint32_t m, const cost_case& cc, double limit) {
-    ps::bound_problem pr{{p, m, pc.chunks}, pc.layout, {cc.c}, cc.p2p, {limit}};
+as::problem make_case(const placement_case& pc, std::uint32_t p, std::uint32_t m, const cost_case& cc, double limit) {
+    stage_lists l = per_stage(p * pc.chunks, cc.c, cc.p2p, limit);
     if (cc.uneven) {
-        pr.stages.assign(std::size_t{p} * pc.chunks, cc.c);
-        pr.stages.front().forward = 1.7;
-        pr.stages.back().backward_input = 2.2;
-        pr.stages.back().activation = 1.5;
+        l.costs.per_stage.front().forward = 1.7;
+        l.costs.per_stage.back().backward_input = 2.2;
+        l.memory.per_stage.back().activation = 1.5;
     }
-    return pr;
+    return as::make_problem({p, m, 1}, l.costs, l.memory, pc.layout, pc.chunks);
+}
+
+/// autoschedule() over one placement of make_case's model (its per-stage lists as they are).
+ps::autoschedule_result search_alone(const placement_case& pc, std::uint32_t p, std::uint32_t m, const cost_case& cc,
+                                     double limit) {
+    const as::problem pr = make_case(pc, p, m, cc, limit);
+    ps::pipeline_costs costs{};
+    costs.p2p = pr.comm;
+    costs.per_stage = pr.t;
+    ps::pipeline_memory memory{};
+    memory.per_stage = pr.mem;
+    ps::autoschedule_options options{};
+    options.placement = pc.chunks == 1 ? ps::search_placement::loop
+                        : pc.layout == ps::placement::v_shape ? ps::search_placement::v
+                                                              : ps::search_placement::interleaved;
+    options.chunks = std::max(2U, pc.chunks);
+    return ps::autoschedule({p, m, 1}, costs, memory, options);
 }
 
 } // namespace
 
-TEST_CASE("span_lower_bound: never above the optimum, every placement (exhaustive search)") {
+TEST_CASE("span_lower_bound and autoschedule: never above the optimum, proven optimal, every placement (exhaustive search)") {
     struct tiny { std::uint32_t p, m; };
     int cases = 0, tight = 0;
     // 3 p m v actions: at most 18 with one chunk, 24 with two, so that the search finishes.
@@ -313,8 +356,8 @@ TEST_CASE("span_lower_bound: never above the optimum, every placement (exhaustiv
                 const double smallest = pc.chunks * (cc.uneven ? 1.5 : 1.0);
                 for (const double limit : {smallest, smallest + 1.0, 2.0 * smallest, no_limit}) {
                     INFO(pc.name << " p=" << t.p << " m=" << t.m << " costs=" << cc.name << " limit=" << limit);
-                    const ps::bound_problem pr = make_case(pc, t.p, t.m, cc, limit);
-                    const double bound = ps::span_lower_bound(pr);
+                    const as::problem pr = make_case(pc, t.p, t.m, cc, limit);
+                    const double bound = as::span_lower_bound(pr);
                     const double best = exhaustive{pr}.run();
                     REQUIRE(!std::isnan(best));
                     CHECK(bound <= best + 1e-9);
@@ -322,6 +365,18 @@ TEST_CASE("span_lower_bound: never above the optimum, every placement (exhaustiv
                     if (bound >= best - 1e-9) ++tight;
                     // Exact with unit times, no p2p and no limit: the head's fill is the only idle.
                     if (std::string(cc.name) == "unit" && limit == no_limit) CHECK(bound == best);
+                    // autoschedule() in this placement alone: branch and bound (each op's
+                    // microbatches in order on a stage) finishes and finds the optimum over all
+                    // orders; its reported bound is this one or that optimum, never above it.
+                    const ps::autoschedule_result r = search_alone(pc, t.p, t.m, cc, limit);
+                    REQUIRE(r);
+                    CHECK(r.proven_optimal);
+                    CHECK(r.span == doctest::Approx(best).epsilon(1e-12));
+                    CHECK(r.lower_bound >= bound - 1e-9);
+                    CHECK(r.lower_bound <= best + 1e-9);
+                    CHECK(r.gap == 0.0);
+                    CHECK(r.layout == pc.layout);
+                    CHECK(r.chunks == pc.chunks);
                 }
             }
         }
@@ -337,29 +392,23 @@ namespace {
 /// schedules the bound speaks for. Returns the schedule's span over the bound (0 if it does not
 /// accept the shape).
 template <class P>
-double named_over_bound(ps::bound_problem pr) {
-    const P pol{pr.pipeline};
+double named_over_bound(const cost_case& cc, std::uint32_t p, std::uint32_t m, std::uint32_t v) {
+    const P pol{ps::shape{p, m, v}};
     if (!pol.check()) return 0.0;
-    pr.layout = P::layout;
-    const std::uint32_t stages = pr.pipeline.ranks * pr.pipeline.chunks;
-    std::vector<ps::stage_costs> per_stage(stages);
-    for (std::uint32_t s = 0; s < stages; ++s) {
-        const ps::chunk_cost& c = pr.stages.size() == 1 ? pr.stages[0] : pr.stages[s];
-        per_stage[s] = {c.forward, c.backward_input + c.backward_weight, c.backward_input, c.backward_weight, -1.0,
-                        c.activation, c.weight};
-    }
+    as::problem pr = make_case({"", P::layout, v}, p, m, cc, no_limit);
+    const std::vector<ps::stage_costs> per_stage = as::stage_costs_of(pr);
     ps::cost_model model{};
     model.per_stage = per_stage;
-    model.p2p_latency = pr.p2p;
+    model.p2p_latency = pr.comm;
     const ps::simulation sim = ps::simulate(pol, model);
     REQUIRE(sim);
     double span = 0.0;
-    pr.limit.clear();
-    for (const ps::rank_summary& r : sim.ranks) {
-        span = std::max(span, r.last_end - r.first_start);
-        pr.limit.push_back(r.peak_memory);
+    for (std::uint32_t r = 0; r < p; ++r) {
+        const ps::rank_summary& rs = sim.ranks[r];
+        span = std::max(span, rs.last_end - rs.first_start);
+        for (std::uint32_t c = 0; c < v; ++c) pr.mem[pr.stage(r, c)].limit = rs.peak_memory;
     }
-    const double bound = ps::span_lower_bound(pr);
+    const double bound = as::span_lower_bound(pr);
     CHECK(bound <= span * (1 + 1e-12));
     return span / bound;
 }
@@ -376,13 +425,14 @@ TEST_CASE("span_lower_bound: every named schedule is at least the bound of its p
                                 shape_case{5, 10}, shape_case{8, 16}, shape_case{8, 24}}) {
         for (const cost_case& cc : cost_cases) {
             INFO("p=" << sc.p << " m=" << sc.m << " costs=" << std::string(cc.name));
-            const auto one = [&](std::uint32_t v) { return make_case({"", ps::placement::loop, v}, sc.p, sc.m, cc, no_limit); };
-            for (const double ratio : {named_over_bound<ps::gpipe<>>(one(1)), named_over_bound<ps::one_f_one_b<>>(one(1)),
-                                       named_over_bound<ps::zb_h1>(one(1)), named_over_bound<ps::zb_h2>(one(1)),
-                                       named_over_bound<ps::interleaved_1f1b<>>(one(2)), named_over_bound<ps::looped_bfs<>>(one(2)),
-                                       named_over_bound<ps::interleaved_zero_bubble>(one(2)), named_over_bound<ps::zbv>(one(2)),
-                                       named_over_bound<ps::dualpipe_v>(one(2)), named_over_bound<ps::v_half>(one(2)),
-                                       named_over_bound<ps::v_min>(one(2))}) {
+            const std::uint32_t p = sc.p, m = sc.m;
+            for (const double ratio : {named_over_bound<ps::gpipe<>>(cc, p, m, 1), named_over_bound<ps::one_f_one_b<>>(cc, p, m, 1),
+                                       named_over_bound<ps::zb_h1>(cc, p, m, 1), named_over_bound<ps::zb_h2>(cc, p, m, 1),
+                                       named_over_bound<ps::interleaved_1f1b<>>(cc, p, m, 2),
+                                       named_over_bound<ps::looped_bfs<>>(cc, p, m, 2),
+                                       named_over_bound<ps::interleaved_zero_bubble>(cc, p, m, 2),
+                                       named_over_bound<ps::zbv>(cc, p, m, 2), named_over_bound<ps::dualpipe_v>(cc, p, m, 2),
+                                       named_over_bound<ps::v_half>(cc, p, m, 2), named_over_bound<ps::v_min>(cc, p, m, 2)}) {
                 if (ratio <= 0.0) continue;
                 closest = std::min(closest, ratio);
                 ++schedules;
@@ -419,10 +469,10 @@ TEST_CASE("span_lower_bound: the Zero Bubble authors' V search never beats the V
         INFO(line.substr(0, 60));
         const auto p = static_cast<std::uint32_t>(std::stoul(cell[0]));
         const auto m = static_cast<std::uint32_t>(std::stoul(cell[1]));
-        const ps::chunk_cost c{std::stod(cell[3]), std::stod(cell[4]), std::stod(cell[5]), 1.0, 1.0};
-        const ps::bound_problem pr{{p, m, 2}, ps::placement::v_shape, {c}, std::stod(cell[6]), {std::stod(cell[7])}};
+        const chunk_cost c{std::stod(cell[3]), std::stod(cell[4]), std::stod(cell[5]), 1.0, 1.0};
+        const as::problem pr = uniform_problem({p, m, 2}, ps::placement::v_shape, c, std::stod(cell[6]), std::stod(cell[7]));
         const double span = std::stod(cell[9]);
-        const double bound = ps::span_lower_bound(pr);
+        const double bound = as::span_lower_bound(pr);
         CHECK(bound <= span + 1e-9);
         ++rows;
         if (bound >= span - 1e-9) ++meeting;
@@ -444,30 +494,33 @@ TEST_CASE("span_lower_bound: the Zero Bubble paper's 12 settings") {
     for (const model& md : models) {
         for (const std::uint32_t m : md.ms) {
             INFO("T_F=" << md.f << " m=" << m);
-            const ps::chunk_cost rank{md.f, md.i, md.w, 1.0, 1.0};
+            ps::pipeline_costs costs{}; // per rank: a chunk takes 1/v of it
+            costs.uniform = {md.f, md.i, md.w};
+            costs.p2p = md.c;
+            const auto bound = [&](double limit, ps::placement layout, std::uint32_t chunks) {
+                ps::pipeline_memory memory{};
+                memory.uniform = {1.0, 1.0, limit};
+                return ps::span_lower_bound({md.p, m, 1}, costs, memory, layout, chunks);
+            };
             const double p = md.p, work = m * (md.f + md.i + md.w);
             // Limit p: the round trip at both ends of the first rank (steps 2-4): (p-1) T_I +
             // 2 (p-1) c before its first I beyond p F's, and (p-1)(T_F + T_I) + 2 (p-1) c after
             // its last F beyond the p-1 held microbatches' I and W.
-            const ps::bound_problem at_p = ps::split_evenly({md.p, m, 1}, ps::placement::loop, rank, md.c, p);
-            CHECK(ps::span_lower_bound(at_p) ==
+            CHECK(bound(p, ps::placement::loop, 1) ==
                   doctest::Approx(work + (p - 1) * (md.i + 2 * md.c) + (p - 1) * (md.f - md.w + 2 * md.c)).epsilon(1e-12));
             // Limit 2p (step 6): the last rank runs every F and I and all but 2p of its W's before
             // its last I, which starts (p-1)(T_F + c) after the first rank's first F; that
             // microbatch's I then returns through p-1 ranks to the first, and its W follows.
-            const ps::bound_problem at_2p = ps::split_evenly({md.p, m, 1}, ps::placement::loop, rank, md.c, 2 * p);
             const double last_rank = (p - 1) * (md.f + md.c) + m * (md.f + md.i) + (m - 2 * p) * md.w;
-            CHECK(ps::span_lower_bound(at_2p) == doctest::Approx(last_rank + (p - 1) * (md.i + md.c) + md.w).epsilon(1e-12));
-            // Over placements: the smallest of the three, never more than any one of them.
+            CHECK(bound(2 * p, ps::placement::loop, 1) == doctest::Approx(last_rank + (p - 1) * (md.i + md.c) + md.w).epsilon(1e-12));
+            // Over placements (what autoschedule() reports for placement any): every bound is at
+            // least the work, and the V's is the smallest.
             for (const double limit : {p, 2 * p}) {
-                const ps::bound_problem each[] = {
-                    ps::split_evenly({md.p, m, 1}, ps::placement::loop, rank, md.c, limit),
-                    ps::split_evenly({md.p, m, 2}, ps::placement::v_shape, rank, md.c, limit),
-                    ps::split_evenly({md.p, m, 2}, ps::placement::loop, rank, md.c, limit)};
-                const double any = ps::span_lower_bound(each);
-                CHECK(any >= work - 1e-9);
-                for (const ps::bound_problem& one : each) CHECK(any <= ps::span_lower_bound(one));
-                CHECK(any == doctest::Approx(ps::span_lower_bound(each[1])).epsilon(1e-12)); // the V's
+                const double loop = bound(limit, ps::placement::loop, 1), v = bound(limit, ps::placement::v_shape, 2),
+                             interleaved = bound(limit, ps::placement::loop, 2);
+                CHECK(v >= work - 1e-9);
+                CHECK(v <= loop);
+                CHECK(v <= interleaved);
             }
         }
     }

@@ -1,9 +1,10 @@
 // pipesched: a lower bound on the span of every schedule of a pipeline within per-rank memory
-// limits, for one placement of its stages on the ranks, or for the best of several placements.
+// limits, for one placement of its stages on the ranks (autoschedule() takes the smallest over
+// the placements it searched).
 //
-// Model (the replay's, with split backward): S = p v global stages, stage s on rank
-// rank(s) (shape.hpp's placement: loop, one stage per rank when v = 1, interleaved when v > 1;
-// v_shape, rank r holding stages r and 2p-1-r). Microbatch i runs F(0, i) .. F(S-1, i), then
+// Model (the search's, search/problem.hpp, and the replay's, with split backward): S = p v
+// global stages, stage s on rank rank(s) (shape.hpp's placement: loop, one stage per rank when
+// v = 1, interleaved when v > 1; v_shape, rank r holding stages r and 2p-1-r). Microbatch i runs F(0, i) .. F(S-1, i), then
 // I(S-1, i) .. I(0, i); W(s, i) after I(s, i). A dependency between two stages on different
 // ranks adds c (p2p); on the same rank (the V's turn, every stage when p = 1) it adds nothing.
 // Each rank runs its actions one at a time. Memory per rank: F(s) adds M_B(s), I(s) changes it
@@ -65,12 +66,12 @@
 //                  + T_W(s0).
 //     This is what limits loop schedules at 2p activations with M_B = M_W: the last rank may
 //     defer only 2p of its W's past its last F, and every other rank's last I waits for it.
-//  Span >= max over ranks of max(work_r + idle_r, (5), (6)). For "any" placement the bound is
-//  the smallest over the placements asked (each is a bound for its own schedules).
+//  Span >= max over ranks of max(work_r + idle_r, (5), (6)).
 //
-// For one stage per rank, steps 2-4 are the search's round-trip bound, made tighter by the
-// second case of 4, by 5 and by 6. What it does not see: a rank whose order makes the next one
-// wait (the two compete for the same microbatch's F and I); the tests show where it is exact.
+// For one stage per rank, steps 2-4 are the round trip each stage waits for at both ends (the
+// head: R - n T_F with n = min(m, L / M_B) forwards; the tail: R - T_F less what the held
+// microbatches' I's and W's fill; both when n < m, else the larger), made tighter by 5 and 6.
+// What it does not see: a rank whose order makes the next one wait (the two compete for the same microbatch's F and I); the tests show where it is exact.
 #pragma once
 
 #include <algorithm>
@@ -79,55 +80,17 @@
 #include <cstdint>
 #include <limits>
 #include <span>
-#include <string_view>
+#include <string>
 #include <vector>
 
 #include "../shape.hpp"
+#include "problem.hpp"
 
 namespace pipesched {
 
-/// Costs and memory of one microbatch through one chunk (a global stage).
-struct chunk_cost {
-    double forward = 1.0;         ///< T_F
-    double backward_input = 1.0;  ///< T_I
-    double backward_weight = 1.0; ///< T_W
-    double activation = 1.0;      ///< M_B: allocated by F
-    double weight = 1.0;          ///< M_W: what W still needs after I (I releases M_B - M_W)
-};
-
-/// One placement of a pipeline's stages, with per-stage costs and per-rank memory limits.
-struct bound_problem {
-    shape pipeline{};                      ///< p, m, v (v = 2 for v_shape)
-    placement layout = placement::loop;    ///< loop (interleaved when v > 1) or v_shape
-    std::vector<chunk_cost> stages{};      ///< per global stage (p v entries), or one for all
-    double p2p = 0.0;                      ///< added to every dependency between two ranks
-    std::vector<double> limit{};           ///< per rank, or one for all; empty: no limit
-};
-
-/// "" if the problem is usable, else what is wrong with it.
-[[nodiscard]] inline std::string_view check(const bound_problem& pr) noexcept {
-    if (const shape_check c = check_common(pr.pipeline); !c) return c.message;
-    if (pr.layout == placement::v_shape && pr.pipeline.chunks != 2) return "the V placement has 2 chunks per rank";
-    const std::size_t stages = std::size_t{pr.pipeline.ranks} * pr.pipeline.chunks;
-    if (pr.stages.size() != 1 && pr.stages.size() != stages) return "costs: expected one entry or one per stage";
-    if (pr.limit.size() > 1 && pr.limit.size() != pr.pipeline.ranks) {
-        return "memory limit: expected none, one, or one per rank";
-    }
-    const auto usable = [](double x) { return std::isfinite(x) && x >= 0.0; };
-    for (const chunk_cost& c : pr.stages) {
-        if (!usable(c.forward) || !usable(c.backward_input) || !usable(c.backward_weight)) {
-            return "costs: times must be finite numbers >= 0";
-        }
-        if (!usable(c.activation) || !usable(c.weight)) return "costs: memory must be finite numbers >= 0";
-    }
-    if (!usable(pr.p2p)) return "p2p time must be a finite number >= 0";
-    for (const double l : pr.limit) {
-        if (std::isnan(l) || l < 0.0) return "memory limit must be >= 0";
-    }
-    return {};
-}
-
 namespace detail::bound {
+
+using autosched::problem;
 
 inline constexpr double infinity = std::numeric_limits<double>::infinity();
 
@@ -140,14 +103,12 @@ inline constexpr double infinity = std::numeric_limits<double>::infinity();
 struct chain {
     std::vector<double> f, i, c; ///< sums over stages < s of T_F, T_I; c: p2p over rank changes s-1 -> s, s < index
 
-    chain(const bound_problem& pr, std::uint32_t n) : f(n + 1, 0.0), i(n + 1, 0.0), c(n + 1, 0.0) {
-        for (std::uint32_t s = 0; s < n; ++s) {
-            const chunk_cost& k = pr.stages.size() == 1 ? pr.stages[0] : pr.stages[s];
-            f[s + 1] = f[s] + k.forward;
-            i[s + 1] = i[s] + k.backward_input;
-            const bool change = s > 0 && locate_stage(pr.layout, pr.pipeline.ranks, s).rank !=
-                                             locate_stage(pr.layout, pr.pipeline.ranks, s - 1).rank;
-            c[s + 1] = c[s] + (change ? pr.p2p : 0.0);
+    explicit chain(const problem& pr) : f(pr.stages() + 1, 0.0), i(pr.stages() + 1, 0.0), c(pr.stages() + 1, 0.0) {
+        for (std::uint32_t s = 0; s < pr.stages(); ++s) {
+            f[s + 1] = f[s] + pr.t[s].forward;
+            i[s + 1] = i[s] + pr.t[s].backward_input;
+            const bool change = s > 0 && pr.owner[s] != pr.owner[s - 1];
+            c[s + 1] = c[s] + (change ? pr.comm : 0.0);
         }
     }
     /// Start of F(s, i) to start of F(t, i), s <= t.
@@ -167,21 +128,23 @@ struct chain {
 };
 
 /// Largest F work in the head window: items of value T_F and weight M_B, at most m per stage,
-/// stage k's total capped at cap[k].
-[[nodiscard]] inline double head_work(std::span<const chunk_cost> st, std::span<const double> cap, double m,
-                                      double limit) {
+/// stage own[k]'s total capped at cap[k].
+[[nodiscard]] inline double head_work(const problem& pr, std::span<const std::uint32_t> own, std::span<const double> cap,
+                                      double m, double limit) {
+    const double first = pr.mem[own[0]].activation;
     bool alike = true;
-    for (const chunk_cost& c : st) alike = alike && c.activation == st[0].activation;
-    if (alike && st[0].activation > 0.0) {
+    for (const std::uint32_t s : own) alike = alike && pr.mem[s].activation == first;
+    if (alike && first > 0.0) {
         // n whole F's: the n largest pieces (full F's, then one partial F per stage).
-        double n = std::min(whole(limit / st[0].activation), m * static_cast<double>(st.size()));
+        double n = std::min(whole(limit / first), m * static_cast<double>(own.size()));
         struct piece { double value, count; };
         std::vector<piece> pieces;
-        for (std::size_t k = 0; k < st.size(); ++k) {
-            if (st[k].forward <= 0.0 || cap[k] <= 0.0) continue;
-            const double full = std::min(m, whole(cap[k] / st[k].forward));
-            pieces.push_back({st[k].forward, full});
-            if (full < m) pieces.push_back({cap[k] - full * st[k].forward, 1.0});
+        for (std::size_t k = 0; k < own.size(); ++k) {
+            const double t = pr.t[own[k]].forward;
+            if (t <= 0.0 || cap[k] <= 0.0) continue;
+            const double full = std::min(m, whole(cap[k] / t));
+            pieces.push_back({t, full});
+            if (full < m) pieces.push_back({cap[k] - full * t, 1.0});
         }
         std::sort(pieces.begin(), pieces.end(), [](const piece& x, const piece& y) { return x.value > y.value; });
         double work = 0.0;
@@ -196,11 +159,12 @@ struct chain {
     struct item { double density, amount; };
     std::vector<item> items;
     double free_work = 0.0;
-    for (std::size_t k = 0; k < st.size(); ++k) {
-        const double amount = std::min(m * st[k].forward, std::max(0.0, cap[k]));
+    for (std::size_t k = 0; k < own.size(); ++k) {
+        const double t = pr.t[own[k]].forward, mb = pr.mem[own[k]].activation;
+        const double amount = std::min(m * t, std::max(0.0, cap[k]));
         if (amount <= 0.0) continue;
-        if (st[k].activation <= 0.0) free_work += amount;
-        else items.push_back({st[k].activation / st[k].forward, amount});
+        if (mb <= 0.0) free_work += amount;
+        else items.push_back({mb / t, amount});
     }
     std::sort(items.begin(), items.end(), [](const item& x, const item& y) { return x.density < y.density; });
     double room = limit;
@@ -213,26 +177,28 @@ struct chain {
     return free_work;
 }
 
-/// Largest I and W work of the pairs a rank holds after its last F: per stage, at most n[k]
-/// pairs, each waiting for its I (T_I + T_W, weight M_B) or its W (T_W, weight M_W), total weight
-/// within `room`.
-[[nodiscard]] inline double tail_work(std::span<const chunk_cost> st, std::span<const double> n, double room) {
+/// Largest I and W work of the pairs a rank holds after its last F: per stage own[k], at most
+/// n[k] pairs, each waiting for its I (T_I + T_W, weight M_B) or its W (T_W, weight M_W), total
+/// weight within `room`.
+[[nodiscard]] inline double tail_work(const problem& pr, std::span<const std::uint32_t> own, std::span<const double> n,
+                                      double room) {
+    const stage_times& t0 = pr.t[own[0]];
+    const stage_memory& m0 = pr.mem[own[0]];
     bool alike = true;
-    for (const chunk_cost& c : st) {
-        alike = alike && c.backward_input == st[0].backward_input && c.backward_weight == st[0].backward_weight &&
-                c.activation == st[0].activation && c.weight == st[0].weight;
+    for (const std::uint32_t s : own) {
+        alike = alike && pr.t[s].backward_input == t0.backward_input && pr.t[s].backward_weight == t0.backward_weight &&
+                pr.mem[s].activation == m0.activation && pr.mem[s].weight == m0.weight;
     }
     if (alike) {
         // Exact: k pairs waiting for I, the rest of the room for pairs waiting for W.
-        const chunk_cost& c = st[0];
         double total = 0.0;
         for (const double x : n) total += x;
-        const double most_i = c.activation > 0.0 ? std::min(total, whole(room / c.activation)) : total;
+        const double most_i = m0.activation > 0.0 ? std::min(total, whole(room / m0.activation)) : total;
         double best = 0.0;
         for (double k = 0.0; k <= most_i; k += 1.0) {
-            const double left = room - k * c.activation;
-            const double w = c.weight > 0.0 ? std::min(total - k, whole(left / c.weight)) : total - k;
-            best = std::max(best, k * (c.backward_input + c.backward_weight) + std::max(0.0, w) * c.backward_weight);
+            const double left = room - k * m0.activation;
+            const double w = m0.weight > 0.0 ? std::min(total - k, whole(left / m0.weight)) : total - k;
+            best = std::max(best, k * (t0.backward_input + t0.backward_weight) + std::max(0.0, w) * t0.backward_weight);
         }
         return best;
     }
@@ -240,22 +206,24 @@ struct chain {
     // row, y room + sum_k n_k max(0, value - y weight over both kinds) is an upper bound; its
     // minimum lies at a breakpoint.
     std::vector<double> ys{0.0};
-    for (const chunk_cost& c : st) {
-        const double a = c.backward_input + c.backward_weight, b = c.backward_weight;
-        if (c.activation > 0.0) ys.push_back(a / c.activation);
-        if (c.weight > 0.0) ys.push_back(b / c.weight);
-        if (c.activation != c.weight) {
-            const double y = (a - b) / (c.activation - c.weight);
+    for (const std::uint32_t s : own) {
+        const double a = pr.t[s].backward_input + pr.t[s].backward_weight, b = pr.t[s].backward_weight;
+        const double mb = pr.mem[s].activation, mw = pr.mem[s].weight;
+        if (mb > 0.0) ys.push_back(a / mb);
+        if (mw > 0.0) ys.push_back(b / mw);
+        if (mb != mw) {
+            const double y = (a - b) / (mb - mw);
             if (y > 0.0 && std::isfinite(y)) ys.push_back(y);
         }
     }
     double best = infinity;
     for (const double y : ys) {
         double v = y * room;
-        for (std::size_t k = 0; k < st.size(); ++k) {
-            const chunk_cost& c = st[k];
-            const double a = c.backward_input + c.backward_weight - y * c.activation;
-            const double b = c.backward_weight - y * c.weight;
+        for (std::size_t k = 0; k < own.size(); ++k) {
+            const stage_times& t = pr.t[own[k]];
+            const stage_memory& mm = pr.mem[own[k]];
+            const double a = t.backward_input + t.backward_weight - y * mm.activation;
+            const double b = t.backward_weight - y * mm.weight;
             v += n[k] * std::max({0.0, a, b});
         }
         best = std::min(best, v);
@@ -265,16 +233,18 @@ struct chain {
 
 /// Largest T_W work a rank can still owe right after its last F: pairs not yet through their W
 /// weigh at least min(M_B, M_W) each, at most m per stage, within the limit.
-[[nodiscard]] inline double unpaid_weight_work(std::span<const chunk_cost> st, double m, double limit) {
+[[nodiscard]] inline double unpaid_weight_work(const problem& pr, std::span<const std::uint32_t> own, double m,
+                                               double limit) {
     struct item { double value, weight; };
     std::vector<item> items;
     double free_work = 0.0;
     bool alike = true;
-    for (const chunk_cost& c : st) {
-        const double weight = std::min(c.activation, c.weight);
-        if (weight <= 0.0) free_work += m * c.backward_weight;
-        else items.push_back({c.backward_weight, weight});
-        alike = alike && weight == std::min(st[0].activation, st[0].weight);
+    const double first = std::min(pr.mem[own[0]].activation, pr.mem[own[0]].weight);
+    for (const std::uint32_t s : own) {
+        const double weight = std::min(pr.mem[s].activation, pr.mem[s].weight);
+        if (weight <= 0.0) free_work += m * pr.t[s].backward_weight;
+        else items.push_back({pr.t[s].backward_weight, weight});
+        alike = alike && weight == first;
     }
     if (items.empty()) return free_work;
     if (alike) {
@@ -308,27 +278,24 @@ struct rank_facts {
     double until_last_i = 0.0;
 };
 
-[[nodiscard]] inline rank_facts summarise(const bound_problem& pr, const chain& ch, std::uint32_t r) {
-    const std::uint32_t p = pr.pipeline.ranks, v = pr.pipeline.chunks;
-    const auto m = static_cast<double>(pr.pipeline.microbatches);
-    const double limit = pr.limit.empty() ? infinity : pr.limit.size() == 1 ? pr.limit[0] : pr.limit[r];
+[[nodiscard]] inline rank_facts summarise(const problem& pr, const chain& ch, std::uint32_t r) {
+    const auto m = static_cast<double>(pr.m);
+    const double limit = pr.limit(r);
     rank_facts out{};
-    std::vector<chunk_cost> st;
-    for (std::uint32_t k = 0; k < v; ++k) out.stages.push_back(stage_of(pr.layout, p, r, k));
+    for (std::uint32_t k = 0; k < pr.v; ++k) out.stages.push_back(pr.stage(r, k));
     std::sort(out.stages.begin(), out.stages.end());
-    for (const std::uint32_t s : out.stages) st.push_back(pr.stages.size() == 1 ? pr.stages[0] : pr.stages[s]);
     const std::vector<std::uint32_t>& own = out.stages;
     const std::uint32_t s0 = own.front();
     const auto last = static_cast<std::uint32_t>(ch.f.size() - 2);
 
     double work = 0.0, forward_work = 0.0, weight_work = 0.0, holding = 0.0, lifetime = 0.0;
-    for (std::size_t k = 0; k < own.size(); ++k) {
-        const chunk_cost& c = st[k];
-        work += m * (c.forward + c.backward_input + c.backward_weight);
-        forward_work += m * c.forward;
-        weight_work += m * c.backward_weight;
-        holding += c.activation;
-        lifetime += m * (c.activation * ch.trip(own[k], own[k]) + c.weight * c.backward_input);
+    for (const std::uint32_t s : own) {
+        const stage_times& t = pr.t[s];
+        work += pr.work(s);
+        forward_work += m * t.forward;
+        weight_work += m * t.backward_weight;
+        holding += pr.mem[s].activation;
+        lifetime += m * (pr.mem[s].activation * ch.trip(s, s) + pr.mem[s].weight * t.backward_input);
     }
     if (above(holding, limit)) { // step 0
         out.fits = false;
@@ -342,9 +309,9 @@ struct rank_facts {
     double tau = 0.0;
     for (std::size_t k = 0; k < own.size(); ++k) {
         cap[k] = d - ch.forward(s0, own[k]);
-        tau = std::max(tau, ch.forward(s0, own[k]) + st[k].forward);
+        tau = std::max(tau, ch.forward(s0, own[k]) + pr.t[own[k]].forward);
     }
-    const double head = std::max(0.0, d - std::min(d, head_work(st, cap, m, limit)));
+    const double head = std::max(0.0, d - std::min(d, head_work(pr, own, cap, m, limit)));
 
     // Step 3: the tail window.
     double d_tail = infinity;
@@ -355,7 +322,7 @@ struct rank_facts {
     }
     std::vector<double> count(own.size(), m);
     count[0] = m - 1.0;
-    const double available = tail_work(st, count, limit - st[0].activation);
+    const double available = tail_work(pr, own, count, limit - pr.mem[s0].activation);
     const double tail = std::max(0.0, d_tail - available);
 
     // Step 4: both windows.
@@ -368,59 +335,73 @@ struct rank_facts {
     const double by_memory = limit > 0.0 && std::isfinite(limit) ? lifetime / limit : 0.0;
     out.own = std::max(work + idle, by_memory);
     // Step 6: every F and I, the W's memory forces before the last F, and the windows' idle.
-    const double forced_w = std::max(0.0, weight_work - unpaid_weight_work(st, m, limit));
+    const double forced_w = std::max(0.0, weight_work - unpaid_weight_work(pr, own, m, limit));
     out.until_last_i = work - weight_work + forced_w + idle;
     return out;
 }
 
 } // namespace detail::bound
 
-/// No schedule of `pr` within its limits has a shorter span. +infinity when none fits (some
-/// rank's limit is below the activations of one microbatch in all its chunks); NaN when
-/// check(pr) fails.
-[[nodiscard]] inline double span_lower_bound(const bound_problem& pr) {
-    if (!check(pr).empty()) return std::numeric_limits<double>::quiet_NaN();
+namespace detail::autosched {
+
+/// No order of `pr` (any placement, any microbatch order) within its limits has a shorter span;
+/// +infinity when none fits (some rank's limit is below the activations of one microbatch in
+/// all its chunks). O(p^2 v + p (v log v + v m)).
+[[nodiscard]] inline double span_lower_bound(const problem& pr) {
     namespace bd = detail::bound;
-    const std::uint32_t p = pr.pipeline.ranks;
-    const bd::chain ch{pr, p * pr.pipeline.chunks};
+    const bd::chain ch{pr};
     std::vector<bd::rank_facts> ranks;
-    for (std::uint32_t r = 0; r < p; ++r) {
+    for (std::uint32_t r = 0; r < pr.p; ++r) {
         ranks.push_back(bd::summarise(pr, ch, r));
         if (!ranks.back().fits) return bd::infinity;
     }
     double bound = 0.0;
-    for (std::uint32_t r = 0; r < p; ++r) {
+    for (std::uint32_t r = 0; r < pr.p; ++r) {
         const bd::rank_facts& here = ranks[r];
         bound = std::max(bound, here.own);
         // Step 6: a rank k whose stages all come after s0(r) delays r's last I and its W.
         const std::uint32_t s0 = here.stages.front();
-        const chunk_cost& c0 = pr.stages.size() == 1 ? pr.stages[0] : pr.stages[s0];
-        for (std::uint32_t k = 0; k < p; ++k) {
+        for (std::uint32_t k = 0; k < pr.p; ++k) {
             const bd::rank_facts& there = ranks[k];
             if (there.stages.front() <= s0) continue;
             double back = bd::infinity;
             for (const std::uint32_t sigma : there.stages) back = std::min(back, ch.backward(sigma, s0));
-            bound = std::max(bound, ch.forward(s0, there.stages.front()) + there.until_last_i + back + c0.backward_weight);
+            bound = std::max(bound, ch.forward(s0, there.stages.front()) + there.until_last_i + back + pr.t[s0].backward_weight);
         }
     }
     return bound;
 }
 
-/// The bound over several placements of one model: no schedule in any of them is shorter.
-[[nodiscard]] inline double span_lower_bound(std::span<const bound_problem> placements) {
-    double bound = detail::bound::infinity;
-    for (const bound_problem& pr : placements) bound = std::min(bound, span_lower_bound(pr));
-    return bound;
+/// "" if per-stage lists of these lengths describe p ranks with v chunks each, else why not.
+[[nodiscard]] inline std::string stage_lists_error(const shape& s, const pipeline_costs& costs,
+                                                   const pipeline_memory& memory, std::uint32_t v) {
+    if (stage_list_fits(costs.per_stage.size(), s.ranks, v) && stage_list_fits(memory.per_stage.size(), s.ranks, v)) return {};
+    return "per-stage lists of " + std::to_string(std::max(costs.per_stage.size(), memory.per_stage.size())) +
+           " entries describe neither the " + std::to_string(s.ranks) + " ranks nor the " + std::to_string(s.ranks * v) +
+           " stages of this placement";
 }
 
-/// A uniform model on p ranks cut into v chunks per rank: each chunk costs 1/v of the rank's
-/// times and holds 1/v of its M_B and M_W; the limit stays per rank.
-[[nodiscard]] inline bound_problem split_evenly(const shape& s, placement layout, const chunk_cost& per_rank,
-                                                double p2p, double limit) {
-    const double v = s.chunks > 0 ? static_cast<double>(s.chunks) : 1.0;
-    const chunk_cost chunk{per_rank.forward / v, per_rank.backward_input / v, per_rank.backward_weight / v,
-                           per_rank.activation / v, per_rank.weight / v};
-    return bound_problem{s, layout, {chunk}, p2p, {limit}};
+} // namespace detail::autosched
+
+/// "" if span_lower_bound() takes this input (autoschedule()'s: a shape with one chunk, costs
+/// and memory per rank or per global stage of the placement), else what is wrong with it.
+[[nodiscard]] inline std::string check_bound_input(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory,
+                                                   placement layout = placement::loop, std::uint32_t chunks = 1) {
+    namespace as = detail::autosched;
+    if (std::string e = as::check_input(s, costs, memory); !e.empty()) return e;
+    if (chunks < 1 || chunks > 64) return "chunks per rank must be 1 .. 64";
+    if (layout == placement::v_shape && chunks != 2) return "the V placement has 2 chunks per rank";
+    return as::stage_lists_error(s, costs, memory, chunks);
+}
+
+/// No schedule of the model (autoschedule()'s input: `costs` and `memory` per rank, a chunk
+/// taking 1/chunks of its rank's, or per global stage) in the placement `layout` with `chunks`
+/// per rank within the limits has a shorter span. +infinity when none fits; NaN when
+/// check_bound_input() refuses the input.
+[[nodiscard]] inline double span_lower_bound(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory,
+                                             placement layout = placement::loop, std::uint32_t chunks = 1) {
+    if (!check_bound_input(s, costs, memory, layout, chunks).empty()) return std::numeric_limits<double>::quiet_NaN();
+    return detail::autosched::span_lower_bound(detail::autosched::make_problem(s, costs, memory, layout, chunks));
 }
 
 } // namespace pipesched
