@@ -277,7 +277,7 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
 /// `layout` and `chunks` are the result's.
 inline std::vector<stage_costs> to_stage_costs(const shape& s, const pipeline_costs& costs, const pipeline_memory& memory,
                                                placement layout = placement::loop, std::uint32_t chunks = 1) {
-    return detail::autosched::make_problem(s, costs, memory, layout, chunks).model;
+    return detail::autosched::stage_costs_of(detail::autosched::make_problem(s, costs, memory, layout, chunks));
 }
 
 } // namespace pipesched

@@ -40,6 +40,10 @@ struct named_schedule_result {
 namespace detail::autosched {
 
 
+/// Per-stage costs (with M_B, M_W) of a problem for simulate(): the stages the search times, as
+/// they are (a full B costs T_I + T_W).
+inline const std::vector<stage_costs>& stage_costs_of(const problem& pr) noexcept { return pr.model; }
+
 /// The chunks a catalogued schedule runs with here: 1, or `chunks` for a multi-chunk schedule
 /// (2 for the V-shaped ones).
 [[nodiscard]] inline std::uint32_t named_chunks(const schedule_info& info, std::uint32_t chunks) noexcept {
@@ -74,7 +78,7 @@ bool with_named_schedule(const schedule_info& info, const shape& s, const pipeli
 template <class P>
 void replay_named(const P& pol, const problem& pr, named_schedule_result& r) {
     cost_model model{};
-    model.per_stage = pr.model; // the stages the search times, as they are
+    model.per_stage = stage_costs_of(pr);
     model.p2p_latency = pr.comm;
     const simulation sim = simulate(pol, model);
     if (!sim) return;
