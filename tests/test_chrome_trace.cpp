@@ -301,6 +301,14 @@ TEST_CASE("chrome trace: options, escaping and determinism") {
     std::ostringstream os2;
     sink.write(os2);
     CHECK(os2.str() == sink.str());
+    // With the simulation's stage map instead of the one read off the records: the same text
+    // (a V schedule, whose chunks are not stage / p).
+    ps::chrome_trace_sink v_sink;
+    const ps::simulation v_sim = ps::simulate(ps::zbv{{.ranks = 3, .microbatches = 6, .chunks = 2}}, ps::cost_model{}, v_sink);
+    REQUIRE(v_sim);
+    std::ostringstream os3;
+    ps::write_chrome_trace(os3, v_sink.records(), {}, v_sim.stages);
+    CHECK(os3.str() == v_sink.str());
 
     ps::chrome_trace_sink empty;
     CHECK(empty.str() == "{\"traceEvents\":[\n"

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <pipesched/detail/enum_table.hpp>
 #include <pipesched/detail/program.hpp>
 #include <pipesched/io/detail/timeline_layout.hpp>
 
@@ -12,6 +13,23 @@
 namespace ps = pipesched;
 
 namespace {
+
+// enum_table: one row per enumerator in order; lookups index it, "?" outside the enum.
+enum class colour : std::uint8_t { red, green, blue };
+inline constexpr auto colour_names =
+    ps::detail::enum_table<colour::blue>({{colour::red, "red"}, {colour::green, "green"}, {colour::blue, "blue"}});
+PIPESCHED_VERIFY(ps::detail::name_in(colour_names, colour::green) == "green");
+PIPESCHED_VERIFY(ps::detail::name_in(colour_names, static_cast<colour>(3)) == "?");
+PIPESCHED_VERIFY(ps::detail::lists_enum(colour_names, colour::blue));
+PIPESCHED_VERIFY(!ps::detail::lists_enum(colour_names, colour::green)); // a row too many
+PIPESCHED_VERIFY(!ps::detail::lists_enum(std::array<ps::detail::enum_row<colour>, 2>{{{colour::green, "green"}, {colour::red, "red"}}}, colour::green));
+constexpr bool finds_blue() {
+    colour c = colour::red;
+    return ps::detail::find_key(colour_names, std::string_view{"blue"}, c) && c == colour::blue &&
+           !ps::detail::find_key(colour_names, std::string_view{"Blue"}, c) && c == colour::blue;
+}
+PIPESCHED_VERIFY(finds_blue());
+PIPESCHED_VERIFY(ps::detail::lookup(ps::detail::enum_table<colour::green, int>({{colour::red, 7}, {colour::green, 8}}), colour::green, -1) == 8);
 
 // make_event packs the fields into one 64-bit value; it must equal the aggregate.
 constexpr bool make_event_matches_aggregate() {

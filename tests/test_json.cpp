@@ -1,6 +1,7 @@
 // io/json.hpp: the JSON text shared by the library's writers and the tool.
 #include <doctest/doctest.h>
 
+#include <pipesched/detail/json_reader.hpp>
 #include <pipesched/io/json.hpp>
 
 #include <cstdint>
@@ -36,6 +37,19 @@ TEST_CASE("json: strings are escaped per RFC 8259") {
     CHECK(string_of(std::string_view{"\x00\x1b\x1f", 3}) == "\"\\u0000\\u001b\\u001f\"");
     // Other bytes, UTF-8 included, are copied.
     CHECK(string_of("\x7f\xc3\xa9") == "\"\x7f\xc3\xa9\"");
+}
+
+TEST_CASE("json: what the writer escapes, the reader reads back (one table of escapes)") {
+    std::string all;
+    for (int c = 1; c < 128; ++c) all += static_cast<char>(c);
+    all += '\0';
+    const auto r = pipesched::json::parse(string_of(all));
+    REQUIRE(r);
+    CHECK(r.document->text == all);
+    // '/' may be written escaped and reads as itself; the writer never escapes it.
+    CHECK(pipesched::json::parse("\"a\\/b\"").document->text == "a/b");
+    CHECK(string_of("a/b") == "\"a/b\"");
+    CHECK_FALSE(pipesched::json::parse("\"\\x\""));
 }
 
 TEST_CASE("json: numbers") {

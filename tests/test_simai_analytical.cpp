@@ -364,8 +364,11 @@ TEST_CASE("simai ratio tables: the lookup SimAI's calbusbw.cc getValue does, by 
     REQUIRE(ratio(0.0, 4, simai::alltoall_ratio, r));
     CHECK(r == 1.0f);
     CHECK_FALSE(ratio(17179869184.0 * 2, 1, simai::nic_ratio, r)); // SimAI: "Data size out of range"
+    // The sizes of the rows, the same in every table (ratio_sizes): 16 MiB, doubling to 16 GiB.
+    for (std::size_t i = 0; i + 1 < simai::ratio_sizes.size(); ++i) CHECK(simai::ratio_sizes[i + 1] == 2 * simai::ratio_sizes[i]);
+    CHECK(simai::ratio_sizes.front() == 16777216.0);
+    CHECK(simai::ratio_sizes.back() == 17179869184.0);
     for (const simai::ratio_table* t : {&simai::nic_ratio, &simai::nvlink_ratio, &simai::alltoall_ratio}) {
-        for (std::size_t i = 0; i + 1 < t->size(); ++i) CHECK((*t)[i + 1].bytes == 2 * (*t)[i].bytes);
-        CHECK(t->front().bytes == 16777216.0);
+        CHECK(t->size() == simai::ratio_sizes.size());
     }
 }

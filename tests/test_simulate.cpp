@@ -223,4 +223,59 @@ TEST_CASE("simulate: action lists from outside give the same result as the polic
     for (std::uint32_t r = 0; r < 4; ++r) CHECK(a.ranks[r].peak_activations == b.ranks[r].peak_activations);
 }
 
+// The result carries what it replayed: the shape, and where each stage runs. Interleaved, p = 4,
+// v = 2: stage 5 is chunk 1 of rank 1. ZB-V, p = 4: stage 4 (the first of chunk 1) runs on
+// rank 3, stage 7 on rank 0.
+PIPESCHED_VERIFY(ps::simulate(inter_4x8x2).shape == inter_4x8x2.shape);
+PIPESCHED_VERIFY(ps::simulate(inter_4x8x2).stages.stages() == 8);
+PIPESCHED_VERIFY(ps::simulate(inter_4x8x2).stages.rank_of(5) == 1 && ps::simulate(inter_4x8x2).stages.chunk_of(5) == 1);
+PIPESCHED_VERIFY(ps::simulate(ps::zbv{{.ranks = 4, .microbatches = 8, .chunks = 2}}).stages.rank_of(4) == 3);
+PIPESCHED_VERIFY(ps::simulate(ps::zbv{{.ranks = 4, .microbatches = 8, .chunks = 2}}).stages.rank_of(7) == 0);
+PIPESCHED_VERIFY(ps::simulate(ps::zbv{{.ranks = 4, .microbatches = 8, .chunks = 2}}).stages.chunk_of(7) == 1);
+
+TEST_CASE("simulate: the result's stage map is the placement's, for every policy it replays") {
+    for (std::uint32_t p = 1; p <= 5; ++p) {
+        const ps::interleaved_1f1b<> loop{{.ranks = p, .microbatches = 2 * p, .chunks = 3}};
+        const ps::zbv v{{.ranks = p, .microbatches = 2 * p, .chunks = 2}};
+        const ps::simulation a = ps::simulate(loop);
+        const ps::simulation b = ps::simulate(v);
+        REQUIRE(a);
+        REQUIRE(b);
+        CHECK(a.shape == loop.shape);
+        CHECK(b.shape == v.shape);
+        REQUIRE(a.stages.stages() == 3 * p);
+        REQUIRE(b.stages.stages() == 2 * p);
+        for (std::uint32_t s = 0; s < 3 * p; ++s) {
+            CHECK(a.stages.rank_of(s) == ps::locate_stage(ps::placement::loop, p, s).rank);
+            CHECK(a.stages.chunk_of(s) == ps::locate_stage(ps::placement::loop, p, s).chunk);
+        }
+        for (std::uint32_t s = 0; s < 2 * p; ++s) {
+            CHECK(b.stages.rank_of(s) == ps::locate_stage(ps::placement::v_shape, p, s).rank);
+            CHECK(b.stages.chunk_of(s) == ps::locate_stage(ps::placement::v_shape, p, s).chunk);
+        }
+    }
+}
+
+TEST_CASE("simulate: action lists carry the owners they were read with; a refused schedule carries none") {
+    // Two ranks, three stages: rank 0 runs stages 0 and 2, rank 1 stage 1 (no placement rule).
+    using A = ps::action;
+    const std::vector<std::vector<A>> lists{
+        {A{0, op::forward, 0}, A{2, op::forward, 0}, A{2, op::backward, 0}, A{0, op::backward, 0}},
+        {A{1, op::forward, 0}, A{1, op::backward, 0}}};
+    ps::discard_timeline none;
+    // Valid: rank 0's second F waits for stage 1, its last B for stage 1's B.
+    const ps::simulation sim = ps::simulate(lists, ps::cost_model{}, none);
+    REQUIRE(sim);
+    CHECK(sim.shape == ps::shape{2, 1, 2});
+    CHECK(sim.stages.rank_of(0) == 0);
+    CHECK(sim.stages.rank_of(1) == 1);
+    CHECK(sim.stages.rank_of(2) == 0);
+    CHECK(sim.stages.chunk_of(2) == 1);
+
+    const ps::simulation refused = ps::simulate(ps::one_f_one_b<>{{.ranks = 0, .microbatches = 1, .chunks = 1}});
+    CHECK_FALSE(refused);
+    CHECK(refused.stages.stages() == 0);
+    CHECK(refused.shape == ps::shape{});
+}
+
 } // namespace

@@ -17,6 +17,9 @@ using pipesched_test::near;
 inline constexpr ps::iteration small_iteration{ps::one_f_one_b<>{{.ranks = 4, .microbatches = 8, .chunks = 1}}};
 PIPESCHED_VERIFY(ps::simulate(small_iteration).makespan == 33.0); // free communication: compute only
 PIPESCHED_VERIFY(ps::simulate(small_iteration).replayed);
+// The result carries the shape and placement it replayed (1F1B: stage s on rank s, chunk 0).
+PIPESCHED_VERIFY(ps::simulate(small_iteration).shape == small_iteration.shape);
+PIPESCHED_VERIFY(ps::simulate(small_iteration).stages.rank_of(3) == 3 && ps::simulate(small_iteration).stages.chunks() == 1);
 
 TEST_CASE("simulate iteration: free communication reproduces the compute replay") {
     for (std::uint32_t p = 1; p <= 5; ++p) {
@@ -33,6 +36,12 @@ TEST_CASE("simulate iteration: free communication reproduces the compute replay"
                         const ps::iteration_simulation full = ps::simulate(ps::iteration{pol}, costs);
                         INFO(pol.name << " p=" << p << " m=" << m << " v=" << v << " latency=" << latency);
                         REQUIRE(full.replayed);
+                        CHECK(full.shape == plain.shape);
+                        CHECK(full.stages.owners().size() == plain.stages.owners().size());
+                        for (std::uint32_t s = 0; s < plain.stages.stages(); ++s) {
+                            CHECK(full.stages.rank_of(s) == plain.stages.rank_of(s));
+                            CHECK(full.stages.chunk_of(s) == plain.stages.chunk_of(s));
+                        }
                         CHECK(near(full.makespan, plain.makespan));
                         CHECK(near(full.bubble_fraction, plain.bubble_fraction));
                         for (std::uint32_t r = 0; r < p; ++r) {
@@ -139,6 +148,7 @@ TEST_CASE("simulate iteration: orders that cannot be replayed are refused") {
     const auto s = ps::simulate_events(deadlock, {2, 1, 1}, ps::placement::loop, ps::iteration_cost_model{}, none);
     CHECK(s.check.code == ps::verdict_code::deadlock);
     CHECK_FALSE(s.replayed);
+    CHECK(s.stages.stages() == 0); // nothing replayed: no placement to show
 }
 
 TEST_CASE("simulate iteration: bytes per (stage, microbatch) of the checks and of the replay") {

@@ -184,6 +184,31 @@ TEST_CASE("terminal timeline: properties over policies and shapes") {
     }
 }
 
+TEST_CASE("terminal timeline: drawn with the simulation's stage map, the same text as from the records") {
+    const auto same = [](const auto& pol) {
+        recording_timeline rec;
+        const ps::simulation sim = ps::simulate(pol, ps::cost_model{}, rec);
+        REQUIRE(sim);
+        INFO(pol.name << " p=" << pol.shape.ranks << " m=" << pol.shape.microbatches << " v=" << pol.shape.chunks);
+        ps::terminal_options o{};
+        o.max_width = 0;
+        CHECK(ps::render_terminal_timeline(rec.records, o, sim.stages) == ps::render_terminal_timeline(rec.records, o));
+    };
+    for (std::uint32_t p = 1; p <= 4; ++p) {
+        same(ps::one_f_one_b<>{{.ranks = p, .microbatches = 2 * p, .chunks = 1}});
+        same(ps::interleaved_1f1b<>{{.ranks = p, .microbatches = 2 * p, .chunks = 3}});
+        same(ps::zbv{{.ranks = p, .microbatches = 2 * p, .chunks = 2}});
+        same(ps::dualpipe_v{{.ranks = p, .microbatches = 2 * p, .chunks = 2}});
+    }
+    // The map decides the chunk: a map that puts every stage on chunk 0 draws no lower case.
+    const auto records = timeline_of(ps::interleaved_1f1b<>{{.ranks = 2, .microbatches = 2, .chunks = 2}});
+    const ps::stage_map flat{std::vector<std::uint32_t>{0, 1, 2, 3}, 4};
+    ps::terminal_options o{};
+    o.max_width = 0;
+    const std::string text = ps::render_terminal_timeline(records, o, flat);
+    CHECK(text.find('f') == text.find("forward"));
+}
+
 TEST_CASE("terminal timeline: the legend names only the letters that occur") {
     const auto split = timeline_of(ps::interleaved_1f1b<backward_kind::split>{{.ranks = 2, .microbatches = 2, .chunks = 2}});
     const auto lines = lines_of(ps::render_terminal_timeline(split));

@@ -226,11 +226,12 @@ std::string text_report(const request& req, const pipesched::autoschedule_result
     model.per_stage = per_stage;
     model.p2p_latency = req.costs.p2p;
     pipesched::chrome_trace_sink records;
-    r.visit([&](const auto& sched) { (void)pipesched::simulate(sched, model, records); });
+    const pipesched::simulation replay =
+        r.visit([&](const auto& sched) { return pipesched::simulate(sched, model, records); });
     const std::string where = r.chunks == 1 ? "" : std::string{placement_name(r)} + " placement, " + number_text(r.chunks) + " chunks per rank, ";
     std::string s = "autoschedule p=" + number_text(req.dims.ranks) + " m=" + number_text(req.dims.microbatches) +
                     " (" + where + std::string{r.method} + (r.proven_optimal ? ", optimal among the searched placements" : "") + ")\n";
-    s += pipesched::render_terminal_timeline(records.records(), {});
+    s += pipesched::render_terminal_timeline(records.records(), {}, replay.stages);
     const auto peak = [](const std::vector<double>& xs) {
         return xs.empty() ? 0.0 : *std::max_element(xs.begin(), xs.end());
     };

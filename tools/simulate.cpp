@@ -67,7 +67,7 @@ void append_summary_json(std::string& s, const summary_head& head, const pipesch
 std::string summary_text(const std::string& title, std::span<const pipesched::timed_action> records,
                          const pipesched::simulation& sim) {
     std::string s = title + "\n";
-    s += pipesched::render_terminal_timeline(records, {});
+    s += pipesched::render_terminal_timeline(records, {}, sim.stages);
     s += "makespan " + fixed(sim.makespan) + ", bubble fraction " + fixed(sim.bubble_fraction) +
          ", peak activations per rank (chunk activations):";
     for (const auto& r : sim.ranks)
@@ -231,7 +231,7 @@ int run_simulate(const parsed_args& args) {
         require_finite(sim);
         std::string s;
         if (format == "json") {
-            append_summary_json(s, {pol.policy_name(), {}, pol.shape.ranks, pol.shape.microbatches, pol.shape.chunks}, sim);
+            append_summary_json(s, {pol.policy_name(), {}, sim.shape.ranks, sim.shape.microbatches, sim.shape.chunks}, sim);
             s += '\n';
         } else {
             s = summary_text(title, records.records(), sim);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "detail/enum_table.hpp"
 #include "detail/text.hpp"
 #include "event.hpp"
 #include "policy.hpp"
@@ -72,34 +73,30 @@ enum class action_errc : std::uint8_t {
     overlap_not_compute,   ///< a pair holds an action other than F, B, I, W; position: its start
 };
 
-[[nodiscard]] constexpr std::string_view describe(action_errc e) noexcept {
-    switch (e) {
-    case action_errc::none: return "no error";
-    case action_errc::empty: return "empty action";
-    case action_errc::expected_stage: return "expected a stage number";
-    case action_errc::negative_number: return "negative numbers are not allowed";
-    case action_errc::stage_overflow: return "stage number too large";
-    case action_errc::expected_letter:
-        return "expected an action name (F, B, I, W, SEND_F, ...) after the stage";
-    case action_errc::unknown_letter:
-        return "unknown action name (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, "
-               "UNSHARD, RESHARD or REDUCE_GRAD)";
-    case action_errc::expected_microbatch:
-        return "expected a microbatch number after the action name";
-    case action_errc::microbatch_overflow: return "microbatch number too large (limit 65535)";
-    case action_errc::trailing_characters: return "unexpected characters after the action";
-    case action_errc::leading_zero: return "numbers must not have leading zeros";
-    case action_errc::unexpected_microbatch:
-        return "UNSHARD, RESHARD and REDUCE_GRAD take no microbatch number";
-    case action_errc::unclosed_paren: return "'(' without a matching ')'";
-    case action_errc::expected_semicolon: return "expected ';' between the two actions of a pair";
-    case action_errc::too_many_actions: return "an overlapped pair holds exactly two actions";
-    case action_errc::nested_paren: return "parentheses cannot nest";
-    case action_errc::expected_overlap: return "expected OVERLAP_F_B after ')'";
-    case action_errc::overlap_not_compute: return "only F, B, I and W actions can be overlapped";
-    }
-    return "?";
-}
+inline constexpr auto action_errc_names = detail::enum_table<action_errc::overlap_not_compute>({
+    {action_errc::none, "no error"},
+    {action_errc::empty, "empty action"},
+    {action_errc::expected_stage, "expected a stage number"},
+    {action_errc::negative_number, "negative numbers are not allowed"},
+    {action_errc::stage_overflow, "stage number too large"},
+    {action_errc::expected_letter, "expected an action name (F, B, I, W, SEND_F, ...) after the stage"},
+    {action_errc::unknown_letter,
+     "unknown action name (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, "
+     "UNSHARD, RESHARD or REDUCE_GRAD)"},
+    {action_errc::expected_microbatch, "expected a microbatch number after the action name"},
+    {action_errc::microbatch_overflow, "microbatch number too large (limit 65535)"},
+    {action_errc::trailing_characters, "unexpected characters after the action"},
+    {action_errc::leading_zero, "numbers must not have leading zeros"},
+    {action_errc::unexpected_microbatch, "UNSHARD, RESHARD and REDUCE_GRAD take no microbatch number"},
+    {action_errc::unclosed_paren, "'(' without a matching ')'"},
+    {action_errc::expected_semicolon, "expected ';' between the two actions of a pair"},
+    {action_errc::too_many_actions, "an overlapped pair holds exactly two actions"},
+    {action_errc::nested_paren, "parentheses cannot nest"},
+    {action_errc::expected_overlap, "expected OVERLAP_F_B after ')'"},
+    {action_errc::overlap_not_compute, "only F, B, I and W actions can be overlapped"},
+});
+
+[[nodiscard]] constexpr std::string_view describe(action_errc e) noexcept { return detail::name_in(action_errc_names, e); }
 
 struct action_parse_result {
     action value{};

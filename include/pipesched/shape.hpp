@@ -95,4 +95,13 @@ inline constexpr shape_check shape_ok{};
     return shape_ok;
 }
 
+/// The common constraints, then the one of a policy that runs a fixed number of chunks per rank:
+/// chunks must be `required`, or `message` says why.
+[[nodiscard]] constexpr shape_check check_chunks(const shape& s, std::uint32_t required,
+                                                 std::string_view message) noexcept {
+    if (const auto c = check_common(s); !c) return c;
+    if (s.chunks != required) return {false, message};
+    return shape_ok;
+}
+
 } // namespace pipesched

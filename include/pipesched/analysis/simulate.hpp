@@ -55,6 +55,7 @@
 #include "../event.hpp"
 #include "../action.hpp"
 #include "../policy.hpp"
+#include "../stage_map.hpp"
 #include "in_flight.hpp"
 #include "timing_model.hpp"
 #include "validate.hpp"
@@ -92,6 +93,12 @@ struct simulation {
     double makespan = 0.0;
     double bubble_fraction = 0.0;  ///< total idle / (ranks * makespan)
     std::vector<rank_summary> ranks{};
+    /// What was replayed, for the code that shows it (set when the replay ran, check valid): the
+    /// shape (per-rank lists: their ranks, microbatches, and as chunks the most stages one rank
+    /// runs) and where each stage runs, its rank and its chunk there, so that no output works
+    /// them back out of stage numbers.
+    pipesched::shape shape{};
+    stage_map stages{};
 
     constexpr explicit operator bool() const noexcept { return static_cast<bool>(check); }
     [[nodiscard]] constexpr std::uint32_t max_peak_activations() const noexcept {
@@ -595,7 +602,12 @@ template <schedule_only_policy P, timeline_sink Sink>
         out.check.shape_message = c.message;
         return out;
     }
-    return simulate_actions(detail::policy_actions<P>{pol}, costs, sink);
+    simulation out = simulate_actions(detail::policy_actions<P>{pol}, costs, sink);
+    if (out) {
+        out.shape = pol.shape;
+        out.stages = stage_map{P::layout, pol.shape};
+    }
+    return out;
 }
 
 template <schedule_only_policy P>
@@ -627,7 +639,12 @@ template <timeline_sink Sink>
         out.check = v;
         return out;
     }
-    return simulate_actions(detail::action_lists{per_rank, stages, m}, costs, sink);
+    simulation out = simulate_actions(detail::action_lists{per_rank, stages, m}, costs, sink);
+    if (out) {
+        out.stages = stage_map::of_actions(per_rank, stages);
+        out.shape = {static_cast<std::uint32_t>(per_rank.size()), m, out.stages.chunks()};
+    }
+    return out;
 }
 
 /// Peak in-flight chunk activations of one rank, from its order alone (no costs needed).

@@ -36,10 +36,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "../detail/enum_table.hpp"
 #include "../event.hpp"
 #include "../iteration.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
+#include "../stage_map.hpp"
 #include "simulate.hpp"
 #include "validate_iteration.hpp"
 
@@ -115,15 +117,11 @@ concept iteration_costs = requires(const C& c, const event& e, std::uint32_t sta
 enum class comm_kind : std::uint8_t { p2p, grad_sync, grad_norm, param_gather };
 inline constexpr std::size_t comm_kind_count = 4;
 
-[[nodiscard]] constexpr std::string_view to_string(comm_kind k) noexcept {
-    switch (k) {
-    case comm_kind::p2p: return "p2p";
-    case comm_kind::grad_sync: return "grad_sync";
-    case comm_kind::grad_norm: return "grad_norm";
-    case comm_kind::param_gather: return "param_gather";
-    }
-    return "?";
-}
+inline constexpr auto comm_kind_names = detail::enum_table<comm_kind::param_gather>(
+    {{comm_kind::p2p, "p2p"}, {comm_kind::grad_sync, "grad_sync"},
+     {comm_kind::grad_norm, "grad_norm"}, {comm_kind::param_gather, "param_gather"}});
+
+[[nodiscard]] constexpr std::string_view to_string(comm_kind k) noexcept { return detail::name_in(comm_kind_names, k); }
 
 /// One event with its times; `comm_stream` for grad_sync / param_gather transfers.
 struct timed_event {
@@ -148,6 +146,10 @@ struct iteration_simulation {
     double makespan = 0.0;
     double bubble_fraction = 0.0; ///< total idle / (ranks * makespan)
     std::vector<iteration_rank_summary> ranks{};
+    /// What was replayed (set when it was, `replayed`), as simulation's: the shape and where
+    /// each stage runs.
+    pipesched::shape shape{};
+    stage_map stages{};
 
     [[nodiscard]] constexpr double exposed(comm_kind k) const noexcept {
         double total = 0.0;
@@ -508,6 +510,16 @@ constexpr iteration_simulation checked_iteration_replay(const Source& src, const
     out.check.shape_message = c.message;
     return out;
 }
+
+/// `out` with the shape and placement it replayed, once it has been replayed.
+[[nodiscard]] constexpr iteration_simulation with_placement(iteration_simulation out, const shape& dims,
+                                                            placement layout) {
+    if (out.replayed) {
+        out.shape = dims;
+        out.stages = stage_map{layout, dims};
+    }
+    return out;
+}
 } // namespace detail
 
 template <schedule_policy P, iteration_costs Costs, class Sink>
@@ -515,20 +527,23 @@ template <schedule_policy P, iteration_costs Costs, class Sink>
     using source = detail::policy_events<iteration<P>>;
     const source src{it};
     if (const shape_check c = it.check(); !c) return detail::shape_refused(c);
+    iteration_simulation out{};
+    bool done = false;
     if constexpr (std::is_same_v<Sink, discard_events>) {
         // The first try of an iteration the library built: validate(it)'s shortcut without its
         // replay (the timed replay checks deadlocks), every rule then holds and every rank
         // joins grad_norm when there is one. Anything else: the paths below.
         if (detail::valid_by_construction(it, detail::without_replay)) {
             const std::uint32_t norm_ranks = it.options.grad_norm ? it.shape.ranks : 0;
-            iteration_simulation first =
-                detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(verdict{}, norm_ranks);
-            if (first.replayed) return first;
-            // The same replay would fail the same way after the one-pass rules: the full path.
-            return detail::checked_iteration_replay(src, costs, sink, detail::first_try::skip);
+            out = detail::iteration_simulator<source, Costs, Sink>{src, costs, sink}.run(verdict{}, norm_ranks);
+            // If not replayed, the same replay would fail the same way after the one-pass
+            // rules: the full path.
+            if (!out.replayed) out = detail::checked_iteration_replay(src, costs, sink, detail::first_try::skip);
+            done = true;
         }
     }
-    return detail::checked_iteration_replay(src, costs, sink);
+    if (!done) out = detail::checked_iteration_replay(src, costs, sink);
+    return detail::with_placement(std::move(out), it.shape, P::layout);
 }
 
 template <schedule_policy P, iteration_costs Costs = iteration_cost_model>
@@ -544,7 +559,8 @@ template <iteration_costs Costs, class Sink>
                                                              const Costs& costs, Sink& sink) {
     const event_lists src{per_rank, dims, layout};
     if (const shape_check c = check_common(dims); !c) return detail::shape_refused(c);
-    return detail::checked_iteration_replay(src, costs, sink); // as validate_events()'s verdict
+    // As validate_events()'s verdict.
+    return detail::with_placement(detail::checked_iteration_replay(src, costs, sink), dims, layout);
 }
 
 } // namespace pipesched

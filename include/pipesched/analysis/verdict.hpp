@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "../action.hpp"
+#include "../detail/enum_table.hpp"
 
 namespace pipesched {
 
@@ -42,35 +43,28 @@ enum class verdict_code : std::uint8_t {
     mixed_backward, ///< one unit's backward run both as B and as I/W (B then I or W, I then B)
 };
 
-[[nodiscard]] constexpr std::string_view to_string(verdict_code c) noexcept {
-    switch (c) {
-    case verdict_code::valid: return "valid";
-    case verdict_code::invalid_shape: return "invalid_shape";
-    case verdict_code::not_compute: return "not_compute";
-    case verdict_code::out_of_range: return "out_of_range";
-    case verdict_code::duplicate: return "duplicate";
-    case verdict_code::missing: return "missing";
-    case verdict_code::backward_before_forward: return "backward_before_forward";
-    case verdict_code::weight_before_input: return "weight_before_input";
-    case verdict_code::stage_on_two_ranks: return "stage_on_two_ranks";
-    case verdict_code::deadlock: return "deadlock";
-    case verdict_code::p2p_wrong_peer: return "p2p_wrong_peer";
-    case verdict_code::unmatched_send: return "unmatched_send";
-    case verdict_code::unmatched_recv: return "unmatched_recv";
-    case verdict_code::p2p_order_mismatch: return "p2p_order_mismatch";
-    case verdict_code::input_not_received: return "input_not_received";
-    case verdict_code::send_before_compute: return "send_before_compute";
-    case verdict_code::loss_misplaced: return "loss_misplaced";
-    case verdict_code::recompute_misplaced: return "recompute_misplaced";
-    case verdict_code::grad_sync_before_backward: return "grad_sync_before_backward";
-    case verdict_code::stale_update: return "stale_update";
-    case verdict_code::malformed_overlap: return "malformed_overlap";
-    case verdict_code::invalid_cost: return "invalid_cost";
-    case verdict_code::time_overflow: return "time_overflow";
-    case verdict_code::mixed_backward: return "mixed_backward";
-    }
-    return "?";
-}
+inline constexpr auto verdict_code_names = detail::enum_table<verdict_code::mixed_backward>(
+    {{verdict_code::valid, "valid"}, {verdict_code::invalid_shape, "invalid_shape"},
+     {verdict_code::not_compute, "not_compute"}, {verdict_code::out_of_range, "out_of_range"},
+     {verdict_code::duplicate, "duplicate"}, {verdict_code::missing, "missing"},
+     {verdict_code::backward_before_forward, "backward_before_forward"},
+     {verdict_code::weight_before_input, "weight_before_input"},
+     {verdict_code::stage_on_two_ranks, "stage_on_two_ranks"}, {verdict_code::deadlock, "deadlock"},
+     {verdict_code::p2p_wrong_peer, "p2p_wrong_peer"},
+     {verdict_code::unmatched_send, "unmatched_send"},
+     {verdict_code::unmatched_recv, "unmatched_recv"},
+     {verdict_code::p2p_order_mismatch, "p2p_order_mismatch"},
+     {verdict_code::input_not_received, "input_not_received"},
+     {verdict_code::send_before_compute, "send_before_compute"},
+     {verdict_code::loss_misplaced, "loss_misplaced"},
+     {verdict_code::recompute_misplaced, "recompute_misplaced"},
+     {verdict_code::grad_sync_before_backward, "grad_sync_before_backward"},
+     {verdict_code::stale_update, "stale_update"},
+     {verdict_code::malformed_overlap, "malformed_overlap"},
+     {verdict_code::invalid_cost, "invalid_cost"}, {verdict_code::time_overflow, "time_overflow"},
+     {verdict_code::mixed_backward, "mixed_backward"}});
+
+[[nodiscard]] constexpr std::string_view to_string(verdict_code c) noexcept { return detail::name_in(verdict_code_names, c); }
 
 /// A rank blocked at `index`, waiting to run `waiting`.
 struct blocked_rank {

@@ -24,6 +24,7 @@
 // and allocates at most in proportion to the input's size.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -31,6 +32,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "../detail/enum_table.hpp"
 
 namespace pipesched::chakra {
 
@@ -60,35 +63,22 @@ enum class collective : std::uint32_t {
     barrier = 9,
 };
 
-[[nodiscard]] constexpr std::string_view to_string(node_type t) noexcept {
-    switch (t) {
-    case node_type::invalid: return "INVALID_NODE";
-    case node_type::metadata: return "METADATA_NODE";
-    case node_type::mem_load: return "MEM_LOAD_NODE";
-    case node_type::mem_store: return "MEM_STORE_NODE";
-    case node_type::comp: return "COMP_NODE";
-    case node_type::comm_send: return "COMM_SEND_NODE";
-    case node_type::comm_recv: return "COMM_RECV_NODE";
-    case node_type::comm_coll: return "COMM_COLL_NODE";
-    }
-    return "?";
-}
+inline constexpr auto node_type_names = pipesched::detail::enum_table<node_type::comm_coll>(
+    {{node_type::invalid, "INVALID_NODE"}, {node_type::metadata, "METADATA_NODE"},
+     {node_type::mem_load, "MEM_LOAD_NODE"}, {node_type::mem_store, "MEM_STORE_NODE"},
+     {node_type::comp, "COMP_NODE"}, {node_type::comm_send, "COMM_SEND_NODE"},
+     {node_type::comm_recv, "COMM_RECV_NODE"}, {node_type::comm_coll, "COMM_COLL_NODE"}});
 
-[[nodiscard]] constexpr std::string_view to_string(collective c) noexcept {
-    switch (c) {
-    case collective::all_reduce: return "ALL_REDUCE";
-    case collective::reduce: return "REDUCE";
-    case collective::all_gather: return "ALL_GATHER";
-    case collective::gather: return "GATHER";
-    case collective::scatter: return "SCATTER";
-    case collective::broadcast: return "BROADCAST";
-    case collective::all_to_all: return "ALL_TO_ALL";
-    case collective::reduce_scatter: return "REDUCE_SCATTER";
-    case collective::reduce_scatter_block: return "REDUCE_SCATTER_BLOCK";
-    case collective::barrier: return "BARRIER";
-    }
-    return "?";
-}
+[[nodiscard]] constexpr std::string_view to_string(node_type t) noexcept { return pipesched::detail::name_in(node_type_names, t); }
+
+inline constexpr auto collective_names = pipesched::detail::enum_table<collective::barrier>(
+    {{collective::all_reduce, "ALL_REDUCE"}, {collective::reduce, "REDUCE"},
+     {collective::all_gather, "ALL_GATHER"}, {collective::gather, "GATHER"},
+     {collective::scatter, "SCATTER"}, {collective::broadcast, "BROADCAST"},
+     {collective::all_to_all, "ALL_TO_ALL"}, {collective::reduce_scatter, "REDUCE_SCATTER"},
+     {collective::reduce_scatter_block, "REDUCE_SCATTER_BLOCK"}, {collective::barrier, "BARRIER"}});
+
+[[nodiscard]] constexpr std::string_view to_string(collective c) noexcept { return pipesched::detail::name_in(collective_names, c); }
 
 /// Which member of AttributeProto's `value` oneof is set. `other` is any member this model does
 /// not hold (double, lists other than bool_list, ...); its value is skipped when reading.
@@ -303,20 +293,19 @@ enum class read_errc : std::uint8_t {
     empty_version,     ///< GlobalMetadata has no version
 };
 
-[[nodiscard]] constexpr std::string_view describe(read_errc e) noexcept {
-    switch (e) {
-    case read_errc::none: return "no error";
-    case read_errc::empty: return "empty file: no GlobalMetadata message";
-    case read_errc::truncated_varint: return "the file ends inside a varint";
-    case read_errc::varint_too_long: return "varint too long";
-    case read_errc::truncated: return "a length runs past the end of the data";
-    case read_errc::bad_wire_type: return "unsupported wire type";
-    case read_errc::wrong_wire_type: return "field has the wrong wire type";
-    case read_errc::bad_field_number: return "field number 0";
-    case read_errc::empty_version: return "GlobalMetadata has no version";
-    }
-    return "?";
-}
+inline constexpr auto read_errc_names = pipesched::detail::enum_table<read_errc::empty_version>({
+    {read_errc::none, "no error"},
+    {read_errc::empty, "empty file: no GlobalMetadata message"},
+    {read_errc::truncated_varint, "the file ends inside a varint"},
+    {read_errc::varint_too_long, "varint too long"},
+    {read_errc::truncated, "a length runs past the end of the data"},
+    {read_errc::bad_wire_type, "unsupported wire type"},
+    {read_errc::wrong_wire_type, "field has the wrong wire type"},
+    {read_errc::bad_field_number, "field number 0"},
+    {read_errc::empty_version, "GlobalMetadata has no version"},
+});
+
+[[nodiscard]] constexpr std::string_view describe(read_errc e) noexcept { return pipesched::detail::name_in(read_errc_names, e); }
 
 /// Where reading failed: the byte offset in the file, the message (0 = GlobalMetadata, then
 /// 1-based node index) and the field path, e.g. "Node.attr.name".

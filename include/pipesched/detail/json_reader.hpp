@@ -17,6 +17,8 @@
 #include <system_error>
 #include <vector>
 
+#include "json_escape.hpp"
+
 namespace pipesched::json {
 
 enum class value_kind : std::uint8_t { null, boolean, number, string, array, object };
@@ -144,14 +146,7 @@ class reader {
     bool parse_object(value& v, std::uint32_t depth) {
         if (depth >= max_depth) return fail("nesting deeper than 64 levels");
         v.kind = value_kind::object;
-        ++pos_;
-        skip_space();
-        if (peek() == '}') {
-            ++pos_;
-            return true;
-        }
-        while (true) {
-            skip_space();
+        return parse_list('}', "expected ',' or '}' in an object", [&] {
             if (peek() != '"') return fail("expected a member name in double quotes");
             const std::uint32_t key_line = line_;
             const std::uint32_t key_column = column();
@@ -172,43 +167,44 @@ class reader {
             if (!parse_value(item, depth + 1)) return false;
             v.keys.push_back(std::move(key));
             v.items.push_back(std::move(item));
-            skip_space();
-            if (peek() == ',') {
-                ++pos_;
-                continue;
-            }
-            if (peek() == '}') {
-                ++pos_;
-                return true;
-            }
-            return fail("expected ',' or '}' in an object");
-        }
+            return true;
+        });
     }
 
     bool parse_array(value& v, std::uint32_t depth) {
         if (depth >= max_depth) return fail("nesting deeper than 64 levels");
         v.kind = value_kind::array;
+        return parse_list(']', "expected ',' or ']' in an array", [&] {
+            value item;
+            if (!parse_value(item, depth + 1)) return false;
+            v.items.push_back(std::move(item));
+            return true;
+        });
+    }
+
+    /// An object's members or an array's elements, from the opening bracket on: none, or
+    /// `item` (which reads one) repeated with ',' between, then `close`.
+    template <class Item>
+    bool parse_list(char close, std::string_view expected_separator, Item item) {
         ++pos_;
         skip_space();
-        if (peek() == ']') {
+        if (peek() == close) {
             ++pos_;
             return true;
         }
         while (true) {
             skip_space();
-            value item;
-            if (!parse_value(item, depth + 1)) return false;
-            v.items.push_back(std::move(item));
+            if (!item()) return false;
             skip_space();
             if (peek() == ',') {
                 ++pos_;
                 continue;
             }
-            if (peek() == ']') {
+            if (peek() == close) {
                 ++pos_;
                 return true;
             }
-            return fail("expected ',' or ']' in an array");
+            return fail(expected_separator);
         }
     }
 
@@ -266,15 +262,11 @@ class reader {
             ++pos_;
             if (at_end()) return fail("unterminated string");
             const char e = text_[pos_++];
+            if (const char byte = escaped_byte(e); byte != '\0') {
+                out += byte;
+                continue;
+            }
             switch (e) {
-            case '"': out += '"'; break;
-            case '\\': out += '\\'; break;
-            case '/': out += '/'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'n': out += '\n'; break;
-            case 'r': out += '\r'; break;
-            case 't': out += '\t'; break;
             case 'u': {
                 std::uint32_t cp = 0;
                 if (!read_hex4(cp)) return false;

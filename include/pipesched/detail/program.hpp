@@ -87,9 +87,7 @@ struct single_chunk_units {
 
 /// The constraint of the single-chunk policies, after the common ones.
 [[nodiscard]] constexpr shape_check check_single_chunk(const shape& s) noexcept {
-    if (const auto c = check_common(s); !c) return c;
-    if (s.chunks != 1) return {false, "this schedule runs one chunk per rank: chunks must be 1"};
-    return shape_ok;
+    return check_chunks(s, 1, "this schedule runs one chunk per rank: chunks must be 1");
 }
 
 /// Streams are numbered 0..14 (a slot keeps its stream in four bits); 15 is no stream.

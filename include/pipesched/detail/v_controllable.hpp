@@ -25,6 +25,15 @@
 //     chunk-1 W first when both are pending).
 // The order of a rank is its actions sorted by slot (ties: F0, F1, I1, I0, W1, W0).
 //
+// What is the pipeline's rule and what is this construction's: the slots of step 1 (offset +
+// 6i), the W's in free slots (step 2) and the memory cap of the squeeze are the paper's pattern,
+// a way of building the order, not a timing of it; no replay states them, so they are written
+// here. What an action waits for (the previous stage's result, the loss stage's own F) and what
+// it does to the rank's activations are the timing model's rules (analysis/timing_model.hpp:
+// cross_stage_input, start_time's rule, activation_change): the squeeze and close_up ask it
+// (needed_input, next_memory) instead of writing the V's neighbours again, so close_up is a
+// replay at unit costs without latency by the same rules as simulate().
+//
 // Peak activation memory at unit costs, measured by tests over grids: (p+4)//3 microbatches
 // of a rank's activations for V-Min and (p+2)//2 for V-Half (twice that in chunk activations)
 // once m is large enough to reach the steady state, never more.
@@ -41,6 +50,8 @@
 #include <tuple>
 #include <vector>
 
+#include "../action.hpp"
+#include "../analysis/timing_model.hpp"
 #include "../event.hpp"
 #include "../shape.hpp"
 
@@ -61,6 +72,35 @@ inline constexpr std::uint64_t build_bytes_per_rank = 1536;
 /// Slot lists of one rank: list k holds the slot of each microbatch's action of kind k
 /// (0: F chunk 0, 1: F chunk 1, 2: I chunk 1, 3: I chunk 0, 4/5: W).
 using rank_slots = std::vector<std::vector<std::int64_t>>;
+
+/// The op and chunk of list k (lists 4 and 5: the W's of chunk 1 and 0 once split).
+inline constexpr std::array<op, 6> list_ops{op::forward, op::forward, op::backward_input,
+                                            op::backward_input, op::backward_weight, op::backward_weight};
+inline constexpr std::array<std::uint8_t, 6> list_chunks{0, 1, 1, 0, 1, 0};
+
+/// A rank's list and its owner: where the timing model's answers about an action are kept.
+struct list_ref {
+    std::uint32_t rank;
+    std::uint32_t list;
+};
+
+/// The F or I (list k < 4 of rank r) whose result the one of list k on rank r needs before it
+/// can run, by the timing model's rules for the V placement of p ranks (timing_model.hpp): the
+/// cross-stage input (F of the previous stage, I of the next one), or, on the loss stage, the
+/// unit's own F. False for the first stage's F. The other orderings of a unit on one rank (F1
+/// after F0, I0 after I1 away from the turn) follow from these through the other ranks.
+[[nodiscard]] constexpr bool needed_input(std::uint32_t p, std::uint32_t r, std::uint32_t k, list_ref& from) noexcept {
+    const std::uint32_t stages = 2 * p;
+    const action a{stage_of(placement::v_shape, p, r, list_chunks[k]), list_ops[k], 0};
+    action input{};
+    if (!cross_stage_input(a, stages, input)) {
+        if (a.kind != op::backward_input) return false;
+        input = action{a.stage, op::forward, 0}; // the loss stage turns around on its own F
+    }
+    const rank_chunk at = locate_stage(placement::v_shape, p, input.stage);
+    from = {at.rank, input.kind == op::forward ? at.chunk : 3 - at.chunk};
+    return true;
+}
 
 inline std::vector<std::array<std::int64_t, 4>> building_block(memory_setup setup, std::int64_t p) {
     std::vector<std::array<std::int64_t, 4>> out(static_cast<std::size_t>(p));
@@ -154,18 +194,19 @@ struct memory_state {
 };
 inline constexpr std::size_t empty_slot = ~std::size_t{0};
 
-/// The memory rule of one slot holding an action of list k (F 0-1 +1, I 2-3, an explicit W
-/// 4-5 -1) or empty_slot, where one pending W runs unless the W's are explicit (has_w).
+/// The memory rule (timing_model.hpp's activation_change) for one slot holding an action of
+/// list k or empty_slot, where one pending W runs unless the W's are explicit (has_w); an I
+/// leaves its W pending.
 [[nodiscard]] inline memory_state next_memory(memory_state s, std::size_t k, bool has_w) noexcept {
     if (k == empty_slot) {
-        if (!has_w && s.pending > 0) --s.held, --s.pending;
-    } else if (k < 2) {
-        ++s.held;
-    } else if (k < 4) {
-        ++s.pending;
-    } else {
-        --s.held;
+        if (!has_w && s.pending > 0) {
+            s.held += activation_change(op::backward_weight);
+            --s.pending;
+        }
+        return s;
     }
+    s.held += activation_change(list_ops[k]);
+    if (list_ops[k] == op::backward_input) ++s.pending;
     return s;
 }
 
@@ -285,11 +326,10 @@ inline std::vector<rank_slots> close_up(const std::vector<rank_slots>& all) {
         const std::uint32_t r = h.rank;
         const std::uint32_t k = h.list;
         const std::uint32_t i = h.mb;
-        std::int64_t ready = rank_free[r];
-        if ((k == 0 || k == 2) && r > 0) ready = std::max(ready, end[r - 1][k][i]);
-        if ((k == 1 || k == 3) && r + 1 < p) ready = std::max(ready, end[r + 1][k][i]);
-        if (k > 0 && k < 4) ready = std::max(ready, end[r][k - 1][i]);
+        std::int64_t ready = 0;
+        if (list_ref from{}; k < 4 && needed_input(p, r, k, from)) ready = end[from.rank][from.list][i];
         if (i > 0) ready = std::max(ready, end[r][k][i - 1]);
+        ready = std::max(ready, rank_free[r]); // start_time() in whole slots: no p2p latency
         end[r][k][i] = ready + 1;
         rank_free[r] = ready + 1;
     }
@@ -428,11 +468,6 @@ private:
     std::vector<memory_state> changed_; ///< try_move()'s walk
 };
 
-/// The rank's activation change of an action of list k with explicit W's: F +1, I 0, W -1.
-[[nodiscard]] constexpr std::int32_t activation_change(std::uint32_t k) noexcept {
-    return k < 2 ? 1 : k >= 4 ? -1 : 0;
-}
-
 /// Step 3 (with_weights) or step 4's squeeze; see the header comment.
 inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_weights) {
     const auto p = static_cast<std::uint32_t>(all.size());
@@ -472,15 +507,13 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
             std::int64_t& at = all[r][k][i];
             if (!keep) {
                 std::int64_t after = -1;
-                if ((k == 0 || k == 2) && r > 0) after = std::max(after, all[r - 1][k][i]);
-                if ((k == 1 || k == 3) && r + 1 < p) after = std::max(after, all[r + 1][k][i]);
-                if (k > 0 && k < 4) after = std::max(after, all[r][k - 1][i]);
+                if (list_ref from{}; k < 4 && needed_input(p, r, k, from)) after = all[from.rank][from.list][i];
                 if (k == 4) after = std::max(after, kth_of_two(all[r][2], all[r][3], i)); // the i-th I of either chunk
                 if (i > 0) after = std::max(after, all[r][k][i - 1]);
                 if (with_weights) {
                     // An I or a W fits anywhere; an F only past the last slot before it that
                     // already holds memory_cap.
-                    at = placed[r].earliest_fit(after, slot, activation_change(k), memory_cap);
+                    at = placed[r].earliest_fit(after, slot, activation_change(list_ops[k]), memory_cap);
                 } else {
                     // A free slot before `slot` holds no action: the ones not yet placed come later.
                     for (std::int64_t t = implicit[r].first_empty(after + 1); t < slot;
@@ -492,7 +525,7 @@ inline std::vector<rank_slots> squeeze(std::vector<rank_slots> all, bool with_we
                     }
                 }
             }
-            if (with_weights) placed[r].place(at, activation_change(k));
+            if (with_weights) placed[r].place(at, activation_change(list_ops[k]));
         }
     }
     if (!with_weights) {
@@ -522,11 +555,7 @@ inline std::vector<std::vector<event>> generate(memory_setup setup, std::uint32_
         out[r].reserve(6 * std::size_t{m});
         for (std::size_t k = walk.next(); k < lists.size(); k = walk.next()) {
             const auto i = static_cast<std::uint16_t>(walk.head[k]++);
-            // Lists: F0, F1, I1, I0, W1, W0.
-            static constexpr std::array<op, 6> kinds{op::forward, op::forward, op::backward_input,
-                                                     op::backward_input, op::backward_weight, op::backward_weight};
-            static constexpr std::array<std::uint8_t, 6> chunks{0, 1, 1, 0, 1, 0};
-            out[r].push_back(event{kinds[k], chunks[k], static_cast<std::uint16_t>(r), i, no_peer});
+            out[r].push_back(event{list_ops[k], list_chunks[k], static_cast<std::uint16_t>(r), i, no_peer});
         }
     }
     return out;

@@ -245,9 +245,9 @@ struct ostream_out {
 
 class chrome_trace_writer {
 public:
-    chrome_trace_writer(std::ostream& os, std::span<const timed_action> records,
+    chrome_trace_writer(std::ostream& os, std::span<const timed_action> records, timeline_layout layout,
                         const trace_options& o)
-        : records_{records}, options_{o}, layout_{layout_of(records)}, text_{ostream_out{&os}, o} {}
+        : records_{records}, options_{o}, layout_{std::move(layout)}, text_{ostream_out{&os}, o} {}
 
     void run() {
         std::vector<std::size_t> order = rank_time_order(records_);
@@ -326,7 +326,13 @@ private:
 /// Writes the records of a simulation as Chrome trace-event JSON (see the top of this file).
 inline void write_chrome_trace(std::ostream& os, std::span<const timed_action> records,
                                const trace_options& options = {}) {
-    detail::chrome_trace_writer{os, records, options}.run();
+    detail::chrome_trace_writer{os, records, detail::layout_of(records), options}.run();
+}
+
+/// The same with where each stage runs given: a simulation's `stages` (simulation::stages).
+inline void write_chrome_trace(std::ostream& os, std::span<const timed_action> records,
+                               const trace_options& options, const stage_map& stages) {
+    detail::chrome_trace_writer{os, records, detail::layout_of(records, stages), options}.run();
 }
 
 /// The same, as a string.

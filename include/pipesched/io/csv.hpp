@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -27,6 +28,7 @@
 #include "../shape.hpp"
 #include "../sink.hpp"
 #include "../action.hpp"
+#include "../detail/enum_table.hpp"
 #include "../detail/text.hpp"
 
 namespace pipesched {
@@ -51,21 +53,20 @@ enum class csv_errc : std::uint8_t {
     space_inside,      ///< a space inside a cell (spaces around it are allowed)
 };
 
-[[nodiscard]] constexpr std::string_view describe(csv_errc e) noexcept {
-    switch (e) {
-    case csv_errc::none: return "no error";
-    case csv_errc::no_ranks: return "no ranks: the file is empty or has only blank lines";
-    case csv_errc::bad_action: return "malformed action";
-    case csv_errc::quote: return "quotes are not supported (actions never need quoting)";
-    case csv_errc::nul: return "NUL byte";
-    case csv_errc::tab: return "tab character (cells are separated by ',' only)";
-    case csv_errc::lone_cr: return "carriage return not followed by a line feed";
-    case csv_errc::control_character: return "control character";
-    case csv_errc::non_ascii: return "non-ASCII byte";
-    case csv_errc::space_inside: return "space inside a cell (spaces are allowed only around it)";
-    }
-    return "?";
-}
+inline constexpr auto csv_errc_names = detail::enum_table<csv_errc::space_inside>({
+    {csv_errc::none, "no error"},
+    {csv_errc::no_ranks, "no ranks: the file is empty or has only blank lines"},
+    {csv_errc::bad_action, "malformed action"},
+    {csv_errc::quote, "quotes are not supported (actions never need quoting)"},
+    {csv_errc::nul, "NUL byte"},
+    {csv_errc::tab, "tab character (cells are separated by ',' only)"},
+    {csv_errc::lone_cr, "carriage return not followed by a line feed"},
+    {csv_errc::control_character, "control character"},
+    {csv_errc::non_ascii, "non-ASCII byte"},
+    {csv_errc::space_inside, "space inside a cell (spaces are allowed only around it)"},
+});
+
+[[nodiscard]] constexpr std::string_view describe(csv_errc e) noexcept { return detail::name_in(csv_errc_names, e); }
 
 /// Where and why read_csv stopped. `column` is the 1-based byte offset in the line of the first
 /// offending character; for something missing at the end of a cell (`1F`) it is the column of
@@ -323,14 +324,11 @@ enum class inferred_placement : std::uint8_t {
     custom,  ///< neither, or a stage runs on no rank or on two
 };
 
-[[nodiscard]] constexpr std::string_view to_string(inferred_placement p) noexcept {
-    switch (p) {
-    case inferred_placement::loop: return "loop";
-    case inferred_placement::v_shape: return "v_shape";
-    case inferred_placement::custom: return "custom";
-    }
-    return "?";
-}
+inline constexpr auto inferred_placement_names = detail::enum_table<inferred_placement::custom>(
+    {{inferred_placement::loop, "loop"}, {inferred_placement::v_shape, "v_shape"},
+     {inferred_placement::custom, "custom"}});
+
+[[nodiscard]] constexpr std::string_view to_string(inferred_placement p) noexcept { return detail::name_in(inferred_placement_names, p); }
 
 struct placement_guess {
     inferred_placement layout = inferred_placement::custom;

@@ -22,6 +22,8 @@
 #include <system_error>
 #include <type_traits>
 
+#include "../detail/json_escape.hpp"
+
 namespace pipesched::json {
 
 /// `s` in double quotes: '"' and '\' escaped, control bytes as \b \f \n \r \t or \u00XX; other
@@ -30,24 +32,16 @@ inline void append_string(std::string& out, std::string_view s) {
     static constexpr std::string_view hex = "0123456789abcdef";
     out += '"';
     for (const char c : s) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default: {
-            const auto u = static_cast<unsigned char>(c);
-            if (u < 0x20) {
-                out += "\\u00";
-                out += hex[u >> 4];
-                out += hex[u & 0xF];
-            } else {
-                out += c;
-            }
-        }
+        const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x20 && c != '"' && c != '\\') {
+            out += c;
+        } else if (const char letter = detail::escape_letter(c); letter != '\0') {
+            out += '\\';
+            out += letter;
+        } else {
+            out += "\\u00";
+            out += hex[u >> 4];
+            out += hex[u & 0xF];
         }
     }
     out += '"';

@@ -132,8 +132,8 @@ inline constexpr std::size_t max_timeline_columns = std::size_t{1} << 20;
 
 class terminal_renderer {
 public:
-    terminal_renderer(std::span<const timed_action> records, const terminal_options& o)
-        : records_{records}, options_{o}, layout_{layout_of(records)} {
+    terminal_renderer(std::span<const timed_action> records, timeline_layout layout, const terminal_options& o)
+        : records_{records}, options_{o}, layout_{std::move(layout)} {
         scale_ = std::isfinite(o.columns_per_unit) && o.columns_per_unit > 0.0
                      ? o.columns_per_unit
                      : terminal_options{}.columns_per_unit;
@@ -282,7 +282,15 @@ private:
 [[nodiscard]] inline std::string render_terminal_timeline(std::span<const timed_action> records,
                                                           const terminal_options& options = {}) {
     if (records.empty()) return {};
-    return detail::terminal_renderer{records, options}.run();
+    return detail::terminal_renderer{records, detail::layout_of(records), options}.run();
+}
+
+/// The same with where each stage runs given: a simulation's `stages` (simulation::stages).
+[[nodiscard]] inline std::string render_terminal_timeline(std::span<const timed_action> records,
+                                                          const terminal_options& options,
+                                                          const stage_map& stages) {
+    if (records.empty()) return {};
+    return detail::terminal_renderer{records, detail::layout_of(records, stages), options}.run();
 }
 
 inline void write_terminal_timeline(std::ostream& os, std::span<const timed_action> records,

@@ -173,6 +173,15 @@ inline std::vector<bool> moe_pattern(std::string_view value, std::uint64_t layer
         for (const std::string_view s : seen)
             if (s == flag) throw input_error(std::string{flag} + ": given twice");
         const auto w = [&](std::uint64_t low, std::uint64_t high) { return whole_flag(flag, value(), low, high); };
+        // A flag whose value is one of two words.
+        const auto choice = [&]<class E>(std::string_view first, E first_value, std::string_view second,
+                                         E second_value) {
+            const std::string_view v = value();
+            if (v == first) return first_value;
+            if (v == second) return second_value;
+            throw input_error(std::string{flag} + ": expected " + std::string{first} + " or " + std::string{second} +
+                              ", got '" + std::string{v} + "'");
+        };
         bool known = true;
         if (flag == "--num-layers") m.layers = w(1, max_model_layers);
         else if (flag == "--hidden-size") m.hidden = w(1, dim);
@@ -192,25 +201,16 @@ inline std::vector<bool> moe_pattern(std::string_view value, std::uint64_t layer
         else if (flag == "--expert-model-parallel-size") t.expert_parallel = w(1, 65536);
         else if (flag == "--expert-tensor-parallel-size") t.expert_tensor_parallel = w(1, 1024);
         else if (flag == "--sequence-parallel") t.sequence_parallel = switch_flag();
-        else if (flag == "--recompute-granularity") {
-            const std::string_view v = value();
-            if (v == "full") t.recompute = recompute_kind::full;
-            else if (v == "selective") t.recompute = recompute_kind::selective;
-            else throw input_error("--recompute-granularity: expected full or selective, got '" + std::string{v} + "'");
-        } else if (flag == "--recompute-method") {
-            const std::string_view v = value();
-            if (v == "uniform") t.method = recompute_method::uniform;
-            else if (v == "block") t.method = recompute_method::block;
-            else throw input_error("--recompute-method: expected uniform or block, got '" + std::string{v} + "'");
-        } else if (flag == "--recompute-num-layers") t.recompute_layers = w(1, max_model_layers);
+        else if (flag == "--recompute-granularity")
+            t.recompute = choice("full", recompute_kind::full, "selective", recompute_kind::selective);
+        else if (flag == "--recompute-method")
+            t.method = choice("uniform", recompute_method::uniform, "block", recompute_method::block);
+        else if (flag == "--recompute-num-layers") t.recompute_layers = w(1, max_model_layers);
         else if (flag == "--use-distributed-optimizer") t.distributed_optimizer = switch_flag();
         else if (flag == "--swiglu") m.gated_mlp = switch_flag();
-        else if (flag == "--normalization") {
-            const std::string_view v = value();
-            if (v == "RMSNorm") m.norm = norm_kind::rms_norm;
-            else if (v == "LayerNorm") m.norm = norm_kind::layer_norm;
-            else throw input_error("--normalization: expected LayerNorm or RMSNorm, got '" + std::string{v} + "'");
-        } else if (flag == "--untie-embeddings-and-output-weights") m.tied_embeddings = !switch_flag();
+        else if (flag == "--normalization")
+            m.norm = choice("LayerNorm", norm_kind::layer_norm, "RMSNorm", norm_kind::rms_norm);
+        else if (flag == "--untie-embeddings-and-output-weights") m.tied_embeddings = !switch_flag();
         else if (flag == "--padded-vocab-size") padded_vocab = w(1, max_model_vocab);
         else if (flag == "--vocab-size") vocab = w(1, max_model_vocab);
         else if (flag == "--make-vocab-size-divisible-by") divisible_by = w(1, 1 << 20);

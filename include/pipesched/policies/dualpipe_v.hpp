@@ -145,10 +145,8 @@ public:
     constexpr explicit dualpipe_v(pipesched::shape s) noexcept : shape{s} {}
 
     [[nodiscard]] constexpr shape_check check() const noexcept {
-        if (const auto c = check_common(shape); !c) return c;
-        if (shape.chunks != 2) {
-            return {false, "this schedule runs two chunks per rank in a V: chunks must be 2"};
-        }
+        const auto c = check_chunks(shape, 2, "this schedule runs two chunks per rank in a V: chunks must be 2");
+        if (!c) return c;
         if (shape.microbatches < 2 * shape.ranks) {
             return {false, "this schedule needs at least one microbatch per stage (PyTorch, "
                            "DeepSeek): microbatches must be at least 2 * ranks"};

@@ -52,11 +52,9 @@ public:
 
     [[nodiscard]] static constexpr shape_check check_shape(const pipesched::shape& s) noexcept {
         constexpr bool min = Setup == v_controllable::memory_setup::min;
-        if (const shape_check c = check_common(s); !c) return c;
-        if (s.chunks != 2) {
-            return {false, min ? "V-Min runs two chunks per rank in a V: chunks must be 2"
-                               : "V-Half runs two chunks per rank in a V: chunks must be 2"};
-        }
+        const shape_check c = check_chunks(s, 2, min ? "V-Min runs two chunks per rank in a V: chunks must be 2"
+                                                     : "V-Half runs two chunks per rank in a V: chunks must be 2");
+        if (!c) return c;
         if (std::uint64_t{s.ranks} * s.microbatches > (std::uint64_t{1} << 20)) {
             return {false, min ? "V-Min stores its order: ranks * microbatches must be at most 2^20"
                                : "V-Half stores its order: ranks * microbatches must be at most 2^20"};

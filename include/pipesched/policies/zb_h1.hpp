@@ -54,12 +54,9 @@ public:
     constexpr explicit zb_h1(pipesched::shape s) noexcept : shape{s} {}
 
     [[nodiscard]] constexpr shape_check check() const noexcept {
-        if (const auto c = check_common(shape); !c) return c;
-        if (shape.chunks != 1) {
-            return {false, "this schedule runs one chunk per rank: chunks must be 1 "
-                           "(interleaved_zero_bubble runs v chunks)"};
-        }
-        return detail::check_zb1p_rounds(shape);
+        const auto c = check_chunks(shape, 1, "this schedule runs one chunk per rank: chunks must be 1 "
+                                                      "(interleaved_zero_bubble runs v chunks)");
+        return c ? detail::check_zb1p_rounds(shape) : c;
     }
 
     /// ZB1P with v = 1: the unit table is microbatch order and the warm-up min(p-1-rank, m).

@@ -64,13 +64,7 @@ public:
 
     constexpr explicit zb_h2(pipesched::shape s) noexcept : shape{s} {}
 
-    [[nodiscard]] constexpr shape_check check() const noexcept {
-        if (const auto c = check_common(shape); !c) return c;
-        if (shape.chunks != 1) {
-            return {false, "this schedule runs one chunk per rank: chunks must be 1"};
-        }
-        return shape_ok;
-    }
+    [[nodiscard]] constexpr shape_check check() const noexcept { return detail::check_single_chunk(shape); }
 
     /// Warm-up forwards on `rank`: min(2(p-1-rank) + 1, m).
     [[nodiscard]] constexpr std::uint32_t warmup(std::uint32_t rank) const noexcept {

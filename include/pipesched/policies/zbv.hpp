@@ -100,12 +100,8 @@ public:
     constexpr explicit zbv(pipesched::shape s) noexcept : shape{s} {}
 
     [[nodiscard]] constexpr shape_check check() const noexcept {
-        if (const auto c = check_common(shape); !c) return c;
-        if (shape.chunks != 2) {
-            return {false, "this schedule runs two chunks per rank in a V (PyTorch: exactly 2 "
-                           "stages per rank): chunks must be 2"};
-        }
-        return shape_ok;
+        return check_chunks(shape, 2, "this schedule runs two chunks per rank in a V (PyTorch: exactly 2 "
+                                              "stages per rank): chunks must be 2");
     }
 
     [[nodiscard]] constexpr detail::basic_program<9, 6> program(std::uint32_t rank) const noexcept {

@@ -44,6 +44,7 @@
 #include <system_error>
 #include <vector>
 
+#include "../detail/enum_table.hpp"
 #include "../detail/text.hpp"
 #include "parse.hpp" // for its users, who parse workloads (it came with this header before the split)
 #include "workload.hpp"
@@ -56,26 +57,16 @@ enum class gpu_type : std::uint8_t { a100, a800, h100, h800, none, h20 };
 /// SimAI's NIC types (calbusbw.cc `getNicBw`).
 enum class nic_type : std::uint8_t { cx6, cx7, bf3, none };
 
-[[nodiscard]] constexpr std::string_view to_string(gpu_type g) noexcept {
-    switch (g) {
-    case gpu_type::a100: return "A100";
-    case gpu_type::a800: return "A800";
-    case gpu_type::h100: return "H100";
-    case gpu_type::h800: return "H800";
-    case gpu_type::none: return "none";
-    case gpu_type::h20: return "H20";
-    }
-    return "?";
-}
-[[nodiscard]] constexpr std::string_view to_string(nic_type n) noexcept {
-    switch (n) {
-    case nic_type::cx6: return "cx6";
-    case nic_type::cx7: return "cx7";
-    case nic_type::bf3: return "bf3";
-    case nic_type::none: return "none";
-    }
-    return "?";
-}
+inline constexpr auto gpu_type_names = pipesched::detail::enum_table<gpu_type::h20>(
+    {{gpu_type::a100, "A100"}, {gpu_type::a800, "A800"}, {gpu_type::h100, "H100"},
+     {gpu_type::h800, "H800"}, {gpu_type::none, "none"}, {gpu_type::h20, "H20"}});
+
+[[nodiscard]] constexpr std::string_view to_string(gpu_type g) noexcept { return pipesched::detail::name_in(gpu_type_names, g); }
+inline constexpr auto nic_type_names = pipesched::detail::enum_table<nic_type::none>(
+    {{nic_type::cx6, "cx6"}, {nic_type::cx7, "cx7"}, {nic_type::bf3, "bf3"},
+     {nic_type::none, "none"}});
+
+[[nodiscard]] constexpr std::string_view to_string(nic_type n) noexcept { return pipesched::detail::name_in(nic_type_names, n); }
 
 /// SimAI_analytical's -g_type parsing: A100/a100, A800, H100, H800, H20 (either case), anything
 /// else is "none" (then SimAI has no NVLink bandwidth unless -nv is given).
@@ -128,6 +119,28 @@ template <class T> [[nodiscard]] bool parse_whole(std::string_view s, T& out) {
 }
 } // namespace detail
 
+namespace detail {
+/// A SimAI_analytical flag that sets a number of analytical_options: a count (`count`) or a
+/// float (`real`), and what its value must be.
+struct numeric_flag {
+    std::string_view name, long_name;
+    std::uint32_t analytical_options::*count;
+    float analytical_options::*real;
+    std::string_view expected;
+};
+inline constexpr std::array<numeric_flag, 9> numeric_flags{{
+    {"-g", "--gpus", &analytical_options::gpus, nullptr, "expected a GPU count"},
+    {"-g_p_s", "--gpus-per-server", &analytical_options::gpus_per_server, nullptr, "expected a GPU count"},
+    {"-n_p_s", "--nic_per_server", &analytical_options::nics_per_server, nullptr, "expected a NIC count"},
+    {"-nv", "--nvlink", nullptr, &analytical_options::nvlink_gbps, "expected GB/s"},
+    {"-nic", "--nic_busbw", nullptr, &analytical_options::nic_gbps, "expected GB/s"},
+    {"-dp_o", "--dp_overlap", nullptr, &analytical_options::dp_overlap, "expected a ratio"},
+    {"-tp_o", "--tp_overlap", nullptr, &analytical_options::tp_overlap, "expected a ratio"},
+    {"-ep_o", "--ep_overlap", nullptr, &analytical_options::ep_overlap, "expected a ratio"},
+    {"-pp_o", "--pp_overlap", nullptr, &analytical_options::pp_overlap, "expected a ratio"},
+}};
+} // namespace detail
+
 /// Reads SimAI_analytical's own flags (the spellings of AstraParamParse.hh: -w, -r, -g,
 /// -g_p_s, -n_p_s, -nv, -nic, -g_type, -nic_t, -dp_o, -tp_o, -ep_o, -pp_o and their long
 /// forms) from a whitespace-separated string, so that a command that was run against SimAI can
@@ -147,47 +160,33 @@ template <class T> [[nodiscard]] bool parse_whole(std::string_view s, T& out) {
             return cmd;
         }
         const std::string_view value = tokens[++i];
-        const auto bad = [&](std::string_view what) {
-            cmd.error = "argument " + std::to_string(i + 1) + ": " + std::string(flag) + " " + std::string(value) +
-                        ": " + std::string(what);
-            return cmd;
+        const auto is = [flag](std::string_view name, std::string_view long_name) {
+            return flag == name || flag == long_name;
         };
-        const auto count = [&](std::uint32_t& out) {
-            std::uint32_t v = 0;
-            if (!detail::parse_whole(value, v) || v > 2147483647u) return false;
-            out = v;
-            return true;
-        };
-        const auto real = [&](float& out) { return detail::parse_whole(value, out); };
-        if (flag == "-w" || flag == "--workload") {
+        const detail::numeric_flag* numeric = nullptr;
+        for (const detail::numeric_flag& f : detail::numeric_flags) {
+            if (is(f.name, f.long_name)) numeric = &f;
+        }
+        if (numeric != nullptr) {
+            std::uint32_t n = 0;
+            const bool read = numeric->count != nullptr
+                                  ? detail::parse_whole(value, n) && n <= 2147483647u
+                                  : detail::parse_whole(value, o.*(numeric->real));
+            if (!read) {
+                cmd.error = "argument " + std::to_string(i + 1) + ": " + std::string(flag) + " " +
+                            std::string(value) + ": " + std::string(numeric->expected);
+                return cmd;
+            }
+            if (numeric->count != nullptr) o.*(numeric->count) = n;
+        } else if (is("-w", "--workload")) {
             cmd.workload = std::string(value);
-        } else if (flag == "-r" || flag == "--result") {
+        } else if (is("-r", "--result")) {
             cmd.result_name = std::string(value);
-        } else if (flag == "-g" || flag == "--gpus") {
-            if (!count(o.gpus)) return bad("expected a GPU count");
-        } else if (flag == "-g_p_s" || flag == "--gpus-per-server") {
-            if (!count(o.gpus_per_server)) return bad("expected a GPU count");
-        } else if (flag == "-n_p_s" || flag == "--nic_per_server") {
-            if (!count(o.nics_per_server)) return bad("expected a NIC count");
-        } else if (flag == "-nv" || flag == "--nvlink") {
-            if (!real(o.nvlink_gbps)) return bad("expected GB/s");
-        } else if (flag == "-nic" || flag == "--nic_busbw") {
-            if (!real(o.nic_gbps)) return bad("expected GB/s");
-        } else if (flag == "-g_type" || flag == "--gpu_type") {
+        } else if (is("-g_type", "--gpu_type")) {
             o.gpu = parse_gpu_type(value);
-        } else if (flag == "-nic_t" || flag == "--nic_type") {
+        } else if (is("-nic_t", "--nic_type")) {
             o.nic = parse_nic_type(value);
-        } else if (flag == "-dp_o" || flag == "--dp_overlap") {
-            if (!real(o.dp_overlap)) return bad("expected a ratio");
-        } else if (flag == "-tp_o" || flag == "--tp_overlap") {
-            if (!real(o.tp_overlap)) return bad("expected a ratio");
-        } else if (flag == "-ep_o" || flag == "--ep_overlap") {
-            if (!real(o.ep_overlap)) return bad("expected a ratio");
-        } else if (flag == "-pp_o" || flag == "--pp_overlap") {
-            if (!real(o.pp_overlap)) return bad("expected a ratio");
-        } else if (flag == "-v" || flag == "--visual" || flag == "-l" || flag == "--lang" || flag == "-r_f" ||
-                   flag == "--result_folder") {
-        } else {
+        } else if (!is("-v", "--visual") && !is("-l", "--lang") && !is("-r_f", "--result_folder")) {
             cmd.error = "argument " + std::to_string(i) + ": unknown SimAI_analytical flag " + std::string(flag);
             return cmd;
         }
@@ -351,21 +350,21 @@ struct busbw_result {
     case 9: col = 9; break;
     default: break;
     }
-    const double last = t.back().columns[col - 1];
+    const double last = t.back()[col - 1];
     if (bytes == 0.0) {
         out = 1.0f;
         return true;
     }
-    if (bytes < t.front().bytes) {
-        out = static_cast<float>(t.front().columns[col - 1] / last);
+    if (bytes < ratio_sizes.front()) {
+        out = static_cast<float>(t.front()[col - 1] / last);
         return true;
     }
     for (std::size_t i = 0; i + 1 < t.size(); ++i) {
-        const double size1 = t[i].bytes;
-        const double size2 = t[i + 1].bytes;
+        const double size1 = ratio_sizes[i];
+        const double size2 = ratio_sizes[i + 1];
         if (bytes >= size1 && bytes <= size2) {
-            const double value1 = t[i].columns[col - 1];
-            const double value2 = t[i + 1].columns[col - 1];
+            const double value1 = t[i][col - 1];
+            const double value2 = t[i + 1][col - 1];
             const double v = value1 + (value2 - value1) * (bytes - size1) / (size2 - size1);
             out = static_cast<float>(v / last);
             return true;

@@ -44,6 +44,7 @@
 
 #include "../analysis/simulate_iteration.hpp"
 #include "../analysis/validate_iteration.hpp"
+#include "../detail/enum_table.hpp"
 #include "../iteration.hpp"
 #include "../policy.hpp"
 #include "order.hpp"
@@ -94,19 +95,13 @@ enum class meaning : std::uint8_t {
     param_gather,
 };
 
-[[nodiscard]] constexpr std::string_view to_string(meaning m) noexcept {
-    switch (m) {
-    case meaning::placeholder: return "placeholder";
-    case meaning::forward: return "forward";
-    case meaning::backward: return "backward";
-    case meaning::loss: return "loss";
-    case meaning::optimizer: return "optimizer";
-    case meaning::grad_sync: return "grad_sync";
-    case meaning::grad_norm: return "grad_norm";
-    case meaning::param_gather: return "param_gather";
-    }
-    return "?";
-}
+inline constexpr auto meaning_names = pipesched::detail::enum_table<meaning::param_gather>(
+    {{meaning::placeholder, "placeholder"}, {meaning::forward, "forward"},
+     {meaning::backward, "backward"}, {meaning::loss, "loss"}, {meaning::optimizer, "optimizer"},
+     {meaning::grad_sync, "grad_sync"}, {meaning::grad_norm, "grad_norm"},
+     {meaning::param_gather, "param_gather"}});
+
+[[nodiscard]] constexpr std::string_view to_string(meaning m) noexcept { return pipesched::detail::name_in(meaning_names, m); }
 
 /// One SimAI step with its meaning and its times in SimAI's pass.
 struct labelled_step {

@@ -64,6 +64,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/enum_table.hpp"
 #include "../detail/text.hpp"
 #include "workload.hpp"
 
@@ -99,63 +100,36 @@ enum class parse_errc : std::uint8_t {
     extra_rows,         ///< more rows than the row-count line declares
 };
 
-[[nodiscard]] constexpr std::string_view describe(parse_errc e) noexcept {
-    switch (e) {
-    case parse_errc::none:
-        return "no error";
-    case parse_errc::empty_file:
-        return "empty file";
-    case parse_errc::empty_header:
-        return "empty header line";
-    case parse_errc::unsupported_policy:
-        return "unsupported policy";
-    case parse_errc::malformed_key:
-        return "malformed header key";
-    case parse_errc::missing_value:
-        return "header key without a value";
-    case parse_errc::duplicate_key:
-        return "duplicate header key";
-    case parse_errc::missing_key:
-        return "missing required header key";
-    case parse_errc::zero_value:
-        return "value must be at least 1";
-    case parse_errc::short_layer_list:
-        return "fewer checkpoint layers than announced";
-    case parse_errc::layer_out_of_range:
-        return "checkpoint layer out of range";
-    case parse_errc::missing_row_count:
-        return "missing row-count line";
-    case parse_errc::extra_token:
-        return "more than one token on the row-count line";
-    case parse_errc::missing_field:
-        return "missing field";
-    case parse_errc::extra_field:
-        return "unexpected field";
-    case parse_errc::unknown_collective:
-        return "unknown collective";
-    case parse_errc::not_a_number:
-        return "not a number";
-    case parse_errc::negative:
-        return "negative value";
-    case parse_errc::nan:
-        return "NaN";
-    case parse_errc::infinity:
-        return "infinity";
-    case parse_errc::fraction:
-        return "not a whole number";
-    case parse_errc::too_large:
-        return "value too large for its field";
-    case parse_errc::out_of_range:
-        return "value out of range for a double";
-    case parse_errc::truncated:
-        return "truncated file";
-    case parse_errc::blank_line:
-        return "blank line among the rows";
-    case parse_errc::extra_rows:
-        return "more rows than declared";
-    }
-    return "?";
-}
+inline constexpr auto parse_errc_names = pipesched::detail::enum_table<parse_errc::extra_rows>({
+    {parse_errc::none, "no error"},
+    {parse_errc::empty_file, "empty file"},
+    {parse_errc::empty_header, "empty header line"},
+    {parse_errc::unsupported_policy, "unsupported policy"},
+    {parse_errc::malformed_key, "malformed header key"},
+    {parse_errc::missing_value, "header key without a value"},
+    {parse_errc::duplicate_key, "duplicate header key"},
+    {parse_errc::missing_key, "missing required header key"},
+    {parse_errc::zero_value, "value must be at least 1"},
+    {parse_errc::short_layer_list, "fewer checkpoint layers than announced"},
+    {parse_errc::layer_out_of_range, "checkpoint layer out of range"},
+    {parse_errc::missing_row_count, "missing row-count line"},
+    {parse_errc::extra_token, "more than one token on the row-count line"},
+    {parse_errc::missing_field, "missing field"},
+    {parse_errc::extra_field, "unexpected field"},
+    {parse_errc::unknown_collective, "unknown collective"},
+    {parse_errc::not_a_number, "not a number"},
+    {parse_errc::negative, "negative value"},
+    {parse_errc::nan, "NaN"},
+    {parse_errc::infinity, "infinity"},
+    {parse_errc::fraction, "not a whole number"},
+    {parse_errc::too_large, "value too large for its field"},
+    {parse_errc::out_of_range, "value out of range for a double"},
+    {parse_errc::truncated, "truncated file"},
+    {parse_errc::blank_line, "blank line among the rows"},
+    {parse_errc::extra_rows, "more rows than declared"},
+});
+
+[[nodiscard]] constexpr std::string_view describe(parse_errc e) noexcept { return pipesched::detail::name_in(parse_errc_names, e); }
 
 struct parse_error {
     std::size_t line = 0;   ///< 1-based; 0 when not tied to a line
@@ -240,26 +214,20 @@ enum class number_errc : std::uint8_t {
     return "?";
 }
 
+/// The parse error of each number error.
+inline constexpr auto number_parse_errc = pipesched::detail::enum_table<number_errc::out_of_range, parse_errc>({
+    {number_errc::ok, parse_errc::none},
+    {number_errc::not_a_number, parse_errc::not_a_number},
+    {number_errc::negative, parse_errc::negative},
+    {number_errc::nan, parse_errc::nan},
+    {number_errc::infinity, parse_errc::infinity},
+    {number_errc::fraction, parse_errc::fraction},
+    {number_errc::overflow, parse_errc::too_large},
+    {number_errc::out_of_range, parse_errc::out_of_range},
+});
+
 [[nodiscard]] constexpr parse_errc to_parse_errc(number_errc e) noexcept {
-    switch (e) {
-    case number_errc::ok:
-        return parse_errc::none;
-    case number_errc::not_a_number:
-        return parse_errc::not_a_number;
-    case number_errc::negative:
-        return parse_errc::negative;
-    case number_errc::nan:
-        return parse_errc::nan;
-    case number_errc::infinity:
-        return parse_errc::infinity;
-    case number_errc::fraction:
-        return parse_errc::fraction;
-    case number_errc::overflow:
-        return parse_errc::too_large;
-    case number_errc::out_of_range:
-        return parse_errc::out_of_range;
-    }
-    return parse_errc::not_a_number;
+    return pipesched::detail::lookup(number_parse_errc, e, parse_errc::not_a_number);
 }
 
 /// Recognises nan / inf / infinity (any case, optional "nan(...)" payload) after the sign.
@@ -390,19 +358,10 @@ enum class number_errc : std::uint8_t {
     return number_errc::ok;
 }
 
-struct collective_spelling {
-    std::string_view name;
-    collective kind;
-};
-inline constexpr std::array<collective_spelling, 5> collective_bases{{
-    {"ALLREDUCEALLTOALL", collective::allreduce_alltoall}, // before ALLREDUCE: longest first
-    {"ALLREDUCE", collective::allreduce},
-    {"ALLGATHER", collective::allgather},
-    {"REDUCESCATTER", collective::reducescatter},
-    {"ALLTOALL", collective::alltoall},
-}};
-
-/// Exact match of a collective name; the plain name's group depends on the column.
+/// Exact match of a collective name (to_string's, then an optional group suffix); the plain
+/// name's group depends on the column. A name with its suffix never reads as another name with
+/// a suffix (ALLREDUCEALLTOALL is ALLREDUCE plus ALLTOALL, no suffix), so the order in which
+/// the names are tried does not matter.
 [[nodiscard]] inline bool parse_collective(std::string_view s, phase column, collective& kind,
                                            comm_group& group) noexcept {
     if (s == "NONE") {
@@ -410,10 +369,10 @@ inline constexpr std::array<collective_spelling, 5> collective_bases{{
         group = comm_group::none;
         return true;
     }
-    for (const auto& base : collective_bases) {
-        if (s.substr(0, base.name.size()) != base.name)
+    for (const auto& [base, name] : collective_names) {
+        if (base == collective::none || s.substr(0, name.size()) != name)
             continue;
-        const std::string_view suffix = s.substr(base.name.size());
+        const std::string_view suffix = s.substr(name.size());
         if (suffix.empty()) {
             group = column == phase::weight_grad ? comm_group::dp : comm_group::tp;
         } else if (suffix == "_EP") {
@@ -423,7 +382,7 @@ inline constexpr std::array<collective_spelling, 5> collective_bases{{
         } else {
             continue;
         }
-        kind = base.kind;
+        kind = base;
         return true;
     }
     return false;

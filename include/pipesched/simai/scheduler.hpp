@@ -32,6 +32,7 @@
 // order.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -40,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/enum_table.hpp"
 #include "../iteration.hpp"
 #include "parse.hpp" // for its users, who parse workloads (it came with this header before the split)
 #include "structure.hpp"
@@ -49,15 +51,11 @@ namespace pipesched::simai {
 
 enum class scheduled_kind : std::uint8_t { compute, collective, send, recv };
 
-[[nodiscard]] constexpr std::string_view to_string(scheduled_kind k) noexcept {
-    switch (k) {
-    case scheduled_kind::compute: return "compute";
-    case scheduled_kind::collective: return "collective";
-    case scheduled_kind::send: return "send";
-    case scheduled_kind::recv: return "recv";
-    }
-    return "?";
-}
+inline constexpr auto scheduled_kind_names = pipesched::detail::enum_table<scheduled_kind::recv>(
+    {{scheduled_kind::compute, "compute"}, {scheduled_kind::collective, "collective"},
+     {scheduled_kind::send, "send"}, {scheduled_kind::recv, "recv"}});
+
+[[nodiscard]] constexpr std::string_view to_string(scheduled_kind k) noexcept { return pipesched::detail::name_in(scheduled_kind_names, k); }
 
 /// One step for SimAI's Workload to execute.
 struct scheduled_step {

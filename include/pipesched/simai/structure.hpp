@@ -15,6 +15,7 @@
 // smallest period the names do have, which tells whether ga was unrolled at all.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/enum_table.hpp"
 #include "workload.hpp"
 
 namespace pipesched::simai {
@@ -34,21 +36,11 @@ enum class row_role : std::uint8_t {
     unknown,    ///< an iteration/loss/optimizer name among the microbatch rows
 };
 
-[[nodiscard]] constexpr std::string_view to_string(row_role r) noexcept {
-    switch (r) {
-    case row_role::iteration:
-        return "iteration";
-    case row_role::microbatch:
-        return "microbatch";
-    case row_role::loss:
-        return "loss";
-    case row_role::optimizer:
-        return "optimizer";
-    case row_role::unknown:
-        return "unknown";
-    }
-    return "?";
-}
+inline constexpr auto row_role_names = pipesched::detail::enum_table<row_role::unknown>(
+    {{row_role::iteration, "iteration"}, {row_role::microbatch, "microbatch"},
+     {row_role::loss, "loss"}, {row_role::optimizer, "optimizer"}, {row_role::unknown, "unknown"}});
+
+[[nodiscard]] constexpr std::string_view to_string(row_role r) noexcept { return pipesched::detail::name_in(row_role_names, r); }
 
 [[nodiscard]] inline bool is_iteration_row_name(std::string_view name) noexcept {
     return name == "grad_gather" || name == "grad_param_comm" || name == "grad_param_compute" ||

@@ -2,12 +2,15 @@
 // collectives and the groups they run in (the file format is described in parse.hpp).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "../detail/enum_table.hpp"
 
 namespace pipesched::simai {
 
@@ -33,51 +36,24 @@ enum class comm_group : std::uint8_t {
 /// The three column groups of a row, which are also SimAI's three loop states.
 enum class phase : std::uint8_t { forward, input_grad, weight_grad };
 
-[[nodiscard]] constexpr std::string_view to_string(collective c) noexcept {
-    switch (c) {
-    case collective::none:
-        return "NONE";
-    case collective::allreduce:
-        return "ALLREDUCE";
-    case collective::allgather:
-        return "ALLGATHER";
-    case collective::reducescatter:
-        return "REDUCESCATTER";
-    case collective::alltoall:
-        return "ALLTOALL";
-    case collective::allreduce_alltoall:
-        return "ALLREDUCEALLTOALL";
-    }
-    return "?";
-}
+inline constexpr auto collective_names = pipesched::detail::enum_table<collective::allreduce_alltoall>(
+    {{collective::none, "NONE"}, {collective::allreduce, "ALLREDUCE"},
+     {collective::allgather, "ALLGATHER"}, {collective::reducescatter, "REDUCESCATTER"},
+     {collective::alltoall, "ALLTOALL"}, {collective::allreduce_alltoall, "ALLREDUCEALLTOALL"}});
 
-[[nodiscard]] constexpr std::string_view to_string(comm_group g) noexcept {
-    switch (g) {
-    case comm_group::none:
-        return "none";
-    case comm_group::tp:
-        return "tp";
-    case comm_group::dp:
-        return "dp";
-    case comm_group::ep:
-        return "ep";
-    case comm_group::dp_ep:
-        return "dp_ep";
-    }
-    return "?";
-}
+[[nodiscard]] constexpr std::string_view to_string(collective c) noexcept { return pipesched::detail::name_in(collective_names, c); }
 
-[[nodiscard]] constexpr std::string_view to_string(phase p) noexcept {
-    switch (p) {
-    case phase::forward:
-        return "forward";
-    case phase::input_grad:
-        return "input_grad";
-    case phase::weight_grad:
-        return "weight_grad";
-    }
-    return "?";
-}
+inline constexpr auto comm_group_names = pipesched::detail::enum_table<comm_group::dp_ep>(
+    {{comm_group::none, "none"}, {comm_group::tp, "tp"}, {comm_group::dp, "dp"},
+     {comm_group::ep, "ep"}, {comm_group::dp_ep, "dp_ep"}});
+
+[[nodiscard]] constexpr std::string_view to_string(comm_group g) noexcept { return pipesched::detail::name_in(comm_group_names, g); }
+
+inline constexpr auto phase_names = pipesched::detail::enum_table<phase::weight_grad>(
+    {{phase::forward, "forward"}, {phase::input_grad, "input_grad"},
+     {phase::weight_grad, "weight_grad"}});
+
+[[nodiscard]] constexpr std::string_view to_string(phase p) noexcept { return pipesched::detail::name_in(phase_names, p); }
 
 /// One column group of a row: compute time, then a collective.
 struct phase_cost {

@@ -1,8 +1,9 @@
 // pipesched internals of io/: facts that the timeline renderings (io/chrome_trace.hpp,
 // io/terminal_timeline.hpp) read off a list of simulated actions, with no policy at hand.
 //
-// Stage owners come from the records themselves (only compute records, F, B, I, W); the chunk of
-// a stage on its rank is stage_map's (stage_map.hpp).
+// Where each stage runs is the simulation's (simulation::stages) when the caller has it; else it
+// is read off the records themselves (only compute records, F, B, I, W). The chunk of a stage
+// on its rank is stage_map's (stage_map.hpp).
 #pragma once
 
 #include <algorithm>
@@ -31,7 +32,8 @@ struct timeline_layout {
     [[nodiscard]] std::uint32_t chunk_of(std::uint32_t stage) const noexcept { return placement.chunk_of(stage); }
 };
 
-[[nodiscard]] inline timeline_layout layout_of(std::span<const timed_action> records) {
+/// The records' extent, with `placement` saying where each stage runs.
+[[nodiscard]] inline timeline_layout layout_of(std::span<const timed_action> records, stage_map placement) {
     timeline_layout out{};
     for (const timed_action& t : records) {
         out.ranks = std::max(out.ranks, t.rank + 1);
@@ -40,13 +42,25 @@ struct timeline_layout {
         out.stages = std::max(out.stages, t.what.stage + 1);
         out.microbatches = std::max(out.microbatches, t.what.microbatch + 1);
     }
-    std::vector<std::uint32_t> owner(out.stages, no_owner);
+    out.placement = std::move(placement);
+    out.chunks = out.placement.chunks();
+    return out;
+}
+
+/// The same with the placement read off the compute records: for records without the
+/// simulation that made them.
+[[nodiscard]] inline timeline_layout layout_of(std::span<const timed_action> records) {
+    std::uint32_t ranks = 0;
+    std::uint32_t stages = 0;
+    for (const timed_action& t : records) {
+        ranks = std::max(ranks, t.rank + 1);
+        if (is_compute(t.what.kind)) stages = std::max(stages, t.what.stage + 1);
+    }
+    std::vector<std::uint32_t> owner(stages, no_owner);
     for (const timed_action& t : records) {
         if (is_compute(t.what.kind)) owner[t.what.stage] = t.rank;
     }
-    out.placement = stage_map{std::move(owner), out.ranks};
-    out.chunks = out.placement.chunks();
-    return out;
+    return layout_of(records, stage_map{std::move(owner), ranks});
 }
 
 /// Positions of the records ordered by (rank, start, index, end, arrival): the order in which
