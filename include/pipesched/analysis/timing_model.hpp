@@ -18,14 +18,17 @@
 //   when an input is there   input_ready(): the producer's end, plus the p2p latency when the
 //                            producer sits on another rank; start_time(): an action starts when
 //                            its input is there and its rank is free
-//   costs                    stage_costs, cost_model: duration() of F, B, I, W per stage
+//   costs                    stage_costs::duration() of F, B, I, W on one stage; cost_model
+//                            per stage: duration() of an action
 //   overlapped pairs         well_formed_pair(): an F, then a B or I of another unit; it runs as
 //                            one computation of cost_model::overlapped(F, B) once the inputs of
 //                            both exist
-//   memory                   cost_model::memory_change(): F adds M_B, I releases M_B - M_W, W
-//                            releases M_W, a full B releases M_B (Qi et al. 2024, section 3.1);
-//                            activation_change() / activation_counter: the same in chunk
-//                            activations (M_B = M_W = 1)
+//   memory                   stage_costs::memory_change(): F adds M_B, I releases M_B - M_W,
+//                            W releases M_W, a full B releases M_B (Qi et al. 2024, section
+//                            3.1); cost_model::memory_change() of an action; the search's
+//                            problem (search/problem.hpp) keeps one stage_costs per stage and
+//                            calls the same; activation_change() / activation_counter: the
+//                            same rule in chunk activations (M_B = M_W = 1)
 //   blocking receives        a receive waits for the send of its tensor, which the producing
 //                            stage (sender_stage() of the receiving one) posts after its compute;
 //                            sends never block (PyTorch's and Megatron's batched isend/irecv)
@@ -56,6 +59,30 @@ struct stage_costs {
     double activation_memory = 1.0;
     /// M_W: the part of it that W still needs after I; I releases M_B - M_W, W releases M_W.
     double weight_memory = 1.0;
+
+    /// How long `kind` runs on this stage (0 for an op that is no computation).
+    [[nodiscard]] constexpr double duration(op kind) const noexcept {
+        switch (kind) {
+        case op::forward: return forward;
+        case op::backward: return backward;
+        case op::backward_input: return backward_input;
+        case op::backward_weight: return backward_weight;
+        default: return 0.0;
+        }
+    }
+
+    /// Change of the rank's memory when `kind` runs on this stage: the memory rule above, the
+    /// one statement of it that cost_model, the chunk-activation count and the auto-schedule
+    /// search all call.
+    [[nodiscard]] constexpr double memory_change(op kind) const noexcept {
+        switch (kind) {
+        case op::forward: return activation_memory;
+        case op::backward: return -activation_memory;
+        case op::backward_input: return weight_memory - activation_memory;
+        case op::backward_weight: return -weight_memory;
+        default: return 0.0;
+        }
+    }
 };
 
 struct cost_model {
@@ -68,27 +95,11 @@ struct cost_model {
         return stage < per_stage.size() ? per_stage[stage] : uniform;
     }
 
-    [[nodiscard]] constexpr double duration(const action& a) const noexcept {
-        const stage_costs& c = of_stage(a.stage);
-        switch (a.kind) {
-        case op::forward: return c.forward;
-        case op::backward: return c.backward;
-        case op::backward_input: return c.backward_input;
-        case op::backward_weight: return c.backward_weight;
-        default: return 0.0;
-        }
-    }
+    [[nodiscard]] constexpr double duration(const action& a) const noexcept { return of_stage(a.stage).duration(a.kind); }
 
     /// Change of the rank's memory when `a` runs (the memory rule above).
     [[nodiscard]] constexpr double memory_change(const action& a) const noexcept {
-        const stage_costs& c = of_stage(a.stage);
-        switch (a.kind) {
-        case op::forward: return c.activation_memory;
-        case op::backward: return -c.activation_memory;
-        case op::backward_input: return c.weight_memory - c.activation_memory;
-        case op::backward_weight: return -c.weight_memory;
-        default: return 0.0;
-        }
+        return of_stage(a.stage).memory_change(a.kind);
     }
 
     /// Duration of an overlapped pair: the F's stage's overlapped_forward_backward if it is
@@ -248,11 +259,10 @@ enum class tensor : std::uint8_t { activation = 0, gradient = 1 };
 /// Change of a rank's live chunk activations when an op runs: an F allocates one, and it is
 /// freed by a full B or, for a split backward, by the W (I frees nothing: the weight gradient
 /// still needs the stored inputs; Qi et al., the accounting behind ZB-H1's peak of p). It is
-/// cost_model::memory_change() with M_B = M_W = 1.
+/// stage_costs::memory_change() with M_B = M_W = 1.
 [[nodiscard]] constexpr int activation_change(op kind) noexcept {
-    if (kind == op::forward) return 1;
-    if (kind == op::backward || kind == op::backward_weight) return -1;
-    return 0;
+    constexpr stage_costs one_activation{.activation_memory = 1.0, .weight_memory = 1.0};
+    return static_cast<int>(one_activation.memory_change(kind));
 }
 
 /// Running count of live activations and its peak, by activation_change().

@@ -78,9 +78,8 @@ explicit_schedule<Layout> to_schedule(const problem& pr, const order& o) {
     for (std::uint32_t r = 0; r < pr.p; ++r) {
         std::fill(n.begin(), n.end(), 0U);
         for (const task a : o[r]) {
-            const op kind_op = a.k == kind::f ? op::forward : a.k == kind::i ? op::backward_input : op::backward_weight;
             const auto mb = static_cast<std::uint16_t>(n[3 * std::size_t{a.chunk} + static_cast<std::size_t>(a.k)]++);
-            out.push(event{kind_op, a.chunk, static_cast<std::uint16_t>(r), mb, no_peer});
+            out.push(event{op_of(a.k), a.chunk, static_cast<std::uint16_t>(r), mb, no_peer});
         }
     }
     return out;
@@ -138,7 +137,7 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
     const as::problem single = as::make_problem(s, costs, memory);
     out.smallest_limit.resize(single.p);
     for (std::uint32_t k = 0; k < single.p; ++k) {
-        out.smallest_limit[k] = std::max(single.mem[k].activation, single.mem[k].weight);
+        out.smallest_limit[k] = single.smallest_limit(k);
     }
 
     struct searched {

@@ -43,7 +43,7 @@ inline order greedy(const problem& pr, const std::vector<double>& cap, bool warm
     const auto arrive = [&](std::uint32_t s, kind k, std::uint32_t i) {
         const double t = ck.arrival(s, k, i);
         if (t != basic_clock<false>::missing) return t;
-        const bool from_other_stage = (k == kind::f && s > 0) || (k == kind::i && s + 1 < p);
+        const bool from_other_stage = k != kind::w && has_sender(tensor_of(op_of(k)), s, p);
         return from_other_stage ? pr.comm : 0.0;
     };
     const auto put = [&](std::uint32_t s, kind k) {

@@ -26,7 +26,7 @@ template <class Clock>
 order list_schedule_on(const problem& pr, const std::vector<double>& cap, bool forward_first, w_fill fill,
                        bool deeper_first) {
     const std::uint32_t p = pr.p;
-    const std::uint32_t v = pr.v;
+    const std::uint32_t v = Clock::chunked ? pr.v : 1U; // a constant for one stage per rank
     const std::uint32_t m = pr.m;
     constexpr double never = std::numeric_limits<double>::infinity();
     order out(p);
@@ -108,8 +108,8 @@ order list_schedule_on(const problem& pr, const std::vector<double>& cap, bool f
         out[pick].push_back(run.what);
         // Only the ranks of this stage and of its neighbours can see a change.
         next[pick] = propose(pick);
-        if (s > 0) next[pr.owner[s - 1]] = propose(pr.owner[s - 1]);
-        if (s + 1 < stages) next[pr.owner[s + 1]] = propose(pr.owner[s + 1]);
+        if (s > 0) next[ck.rank_of(s - 1)] = propose(ck.rank_of(s - 1));
+        if (s + 1 < stages) next[ck.rank_of(s + 1)] = propose(ck.rank_of(s + 1));
     }
     return out;
 }

@@ -39,20 +39,10 @@ struct named_schedule_result {
 
 namespace detail::autosched {
 
-/// Per-stage costs (with M_B, M_W) of a problem for simulate(); a full B costs T_I + T_W.
-inline std::vector<stage_costs> stage_costs_of(const problem& pr) {
-    std::vector<stage_costs> out(pr.stages());
-    for (std::uint32_t k = 0; k < pr.stages(); ++k) {
-        stage_costs& c = out[k];
-        c.forward = pr.t[k].forward;
-        c.backward_input = pr.t[k].backward_input;
-        c.backward_weight = pr.t[k].backward_weight;
-        c.backward = pr.t[k].backward_input + pr.t[k].backward_weight;
-        c.activation_memory = pr.mem[k].activation;
-        c.weight_memory = pr.mem[k].weight;
-    }
-    return out;
-}
+
+/// Per-stage costs (with M_B, M_W) of a problem for simulate(): the stages the search times, as
+/// they are (a full B costs T_I + T_W).
+inline const std::vector<stage_costs>& stage_costs_of(const problem& pr) noexcept { return pr.model; }
 
 /// The chunks a catalogued schedule runs with here: 1, or `chunks` for a multi-chunk schedule
 /// (2 for the V-shaped ones).
@@ -88,8 +78,7 @@ bool with_named_schedule(const schedule_info& info, const shape& s, const pipeli
 template <class P>
 void replay_named(const P& pol, const problem& pr, named_schedule_result& r) {
     cost_model model{};
-    const std::vector<stage_costs> per_stage = stage_costs_of(pr);
-    model.per_stage = per_stage;
+    model.per_stage = stage_costs_of(pr);
     model.p2p_latency = pr.comm;
     const simulation sim = simulate(pol, model);
     if (!sim) return;

@@ -149,7 +149,7 @@ inline placement_result search_one_stage_per_rank(const problem& pr, const autos
             bool differs = false;
             for (std::uint32_t q = 0; q < pr.p; ++q) {
                 const double c = static_cast<double>(k) * pr.mem[q].activation;
-                tighter[q] = std::min(cap[q], std::max(c, std::max(pr.mem[q].activation, pr.mem[q].weight)));
+                tighter[q] = std::min(cap[q], std::max(c, pr.smallest_limit(q)));
                 differs = differs || tighter[q] < cap[q];
             }
             if (differs) run_variants(tighter, "heuristic under a tighter memory cap");

@@ -7,10 +7,12 @@
 // every microbatch, taking T_F(s), T_I(s), T_W(s). Every rank runs its order serially, each
 // action as early as its dependencies allow: F(s, i) after F(s-1, i) + p2p, I(s, i) after
 // I(s+1, i) + p2p (the last stage's I after its own F), W(s, i) after I(s, i). Memory per
-// stage: F adds M_B, I releases M_B - M_W, W releases M_W (analysis/simulate.hpp's model);
-// its peak must stay within the stage's limit. A rank's span runs from its first action's start
-// to its last action's end; span is the largest; bubble = (span - m(T_F + T_I + T_W)) / span
-// with the busiest stage's T's. The search minimises span, then makespan.
+// stage: F adds M_B, I releases M_B - M_W, W releases M_W; its peak must stay within the
+// stage's limit. Durations and the memory rule are the timing model's
+// (analysis/timing_model.hpp): the problem keeps each stage as a stage_costs and asks it. A
+// rank's span runs from its first action's start to its last action's end; span is the
+// largest; bubble = (span - m(T_F + T_I + T_W)) / span with the busiest stage's T's. The search
+// minimises span, then makespan.
 //
 // A stage can always run F I W of one microbatch after another, which needs max(M_B, M_W); a
 // limit below that on some stage has no schedule, and the result says so with that number.
@@ -26,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../analysis/timing_model.hpp"
 #include "../policies/explicit_schedule.hpp"
 #include "../shape.hpp"
 
@@ -123,6 +126,11 @@ namespace detail::autosched {
 
 enum class kind : std::uint8_t { f, i, w };
 
+/// The op a kind is: F, I (backward_input) or W (backward_weight).
+[[nodiscard]] constexpr op op_of(kind k) noexcept {
+    return k == kind::f ? op::forward : k == kind::i ? op::backward_input : op::backward_weight;
+}
+
 /// One action of a rank's order: its kind and the rank's chunk it runs on.
 struct task {
     kind k = kind::f;
@@ -144,6 +152,9 @@ struct problem {
     placement layout = placement::loop;
     std::vector<stage_times> t{};    ///< per global stage
     std::vector<stage_memory> mem{}; ///< per global stage; limit is its rank's limit
+    /// Per global stage, t and mem as the timing model's stage_costs (a full B costs T_I + T_W):
+    /// what cost() and memory_change() ask, and what simulate() replays a result with.
+    std::vector<stage_costs> model{};
     std::vector<std::uint32_t> owner{}; ///< per global stage, its rank
     std::vector<std::uint32_t> at{};    ///< per rank and chunk (r * v + c), the global stage
     double comm = 0.0;
@@ -152,14 +163,8 @@ struct problem {
     [[nodiscard]] std::uint32_t stage(std::uint32_t r, std::uint32_t c) const noexcept { return at[std::size_t{r} * v + c]; }
     [[nodiscard]] std::uint32_t chunk_of(std::uint32_t s) const noexcept { return locate_stage(layout, p, s).chunk; }
     [[nodiscard]] double limit(std::uint32_t r) const noexcept { return mem[stage(r, 0)].limit; }
-    [[nodiscard]] double cost(std::uint32_t s, kind k) const noexcept {
-        return k == kind::f ? t[s].forward : k == kind::i ? t[s].backward_input : t[s].backward_weight;
-    }
-    [[nodiscard]] double memory_change(std::uint32_t s, kind k) const noexcept {
-        return k == kind::f ? mem[s].activation
-               : k == kind::i ? mem[s].weight - mem[s].activation
-                              : -mem[s].weight;
-    }
+    [[nodiscard]] double cost(std::uint32_t s, kind k) const noexcept { return model[s].duration(op_of(k)); }
+    [[nodiscard]] double memory_change(std::uint32_t s, kind k) const noexcept { return model[s].memory_change(op_of(k)); }
     /// Work of one stage.
     [[nodiscard]] double work(std::uint32_t s) const noexcept {
         return static_cast<double>(m) * (t[s].forward + t[s].backward_input + t[s].backward_weight);
@@ -266,6 +271,16 @@ inline problem make_problem(const shape& s, const pipeline_costs& costs, const p
         double limit = pr.mem[pr.stage(r, 0)].limit;
         for (std::uint32_t c = 1; c < v; ++c) limit = std::min(limit, pr.mem[pr.stage(r, c)].limit);
         for (std::uint32_t c = 0; c < v; ++c) pr.mem[pr.stage(r, c)].limit = limit;
+    }
+    pr.model.resize(stages);
+    for (std::uint32_t st = 0; st < stages; ++st) {
+        stage_costs& c = pr.model[st];
+        c.forward = pr.t[st].forward;
+        c.backward_input = pr.t[st].backward_input;
+        c.backward_weight = pr.t[st].backward_weight;
+        c.backward = pr.t[st].backward_input + pr.t[st].backward_weight;
+        c.activation_memory = pr.mem[st].activation;
+        c.weight_memory = pr.mem[st].weight;
     }
     return pr;
 }
