@@ -609,7 +609,10 @@ void v_building_block_orders(const problem& pr, Consider&& consider) {
     std::int64_t cap = 2 * std::int64_t{pr.p};
     for (std::uint32_t r = 0; r < pr.p; ++r) {
         const double chunk = std::max(pr.mem[pr.stage(r, 0)].activation, pr.mem[pr.stage(r, 1)].activation);
-        if (chunk > 0.0) cap = std::min(cap, static_cast<std::int64_t>(std::floor(pr.limit(r) / chunk + 1e-9)));
+        if (chunk <= 0.0) continue;
+        // Compared as a double first: an unbounded limit (infinity) fits every block.
+        if (const double fit = std::floor(pr.limit(r) / chunk + 1e-9); fit < static_cast<double>(cap))
+            cap = static_cast<std::int64_t>(fit);
     }
     if (cap < 2) return;
     const std::vector<std::vector<rank_slots>> blocks = distinct_blocks(pr.p);
