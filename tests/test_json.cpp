@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <pipesched/detail/json_reader.hpp>
+#include <pipesched/detail/json_escape.hpp>
 #include <pipesched/io/json.hpp>
 
 #include <cstdint>
@@ -77,4 +78,23 @@ TEST_CASE("json: arrays of numbers and of strings") {
     CHECK(array_of(std::vector<double>{2.0, 3.5, std::numeric_limits<double>::infinity()}) == "[2,3.5,null]");
     CHECK(array_of(std::vector<std::string>{"a", "b\"c"}) == "[\"a\",\"b\\\"c\"]");
     CHECK(array_of(std::vector<std::string_view>{"x"}) == "[\"x\"]");
+}
+
+namespace {
+/// detail/json_escape.hpp: every short escape reads back to the byte it writes, '/' is read but
+/// never written escaped, and \u (and any other letter) is no short escape.
+constexpr bool short_escapes_round_trip() {
+    for (const auto& e : json::detail::short_escapes) {
+        if (json::detail::escaped_byte(e.letter) != e.byte) return false;
+        if (e.byte != '/' && json::detail::escape_letter(e.byte) != e.letter) return false;
+    }
+    return json::detail::escape_letter('/') == '\0' && json::detail::escaped_byte('u') == '\0' &&
+           json::detail::escaped_byte('x') == '\0' && json::detail::escape_letter('a') == '\0' &&
+           json::detail::escape_letter('\n') == 'n' && json::detail::escaped_byte('t') == '\t';
+}
+static_assert(short_escapes_round_trip());
+} // namespace
+
+TEST_CASE("json: the short escapes, one table for the reader and the writer") {
+    CHECK(short_escapes_round_trip());
 }
