@@ -114,7 +114,7 @@ void BM_v_schedule(benchmark::State& state, std::uint32_t p, std::uint32_t m) {
     }
 }
 
-const bool registered = [] {
+const bool autoschedule_benchmarks_registered = [] {
     for (const ps::search_placement placement : {ps::search_placement::loop, ps::search_placement::any}) {
         for (const auto& [p, m, limit] : {std::tuple{8u, 32u, 8.0}, std::tuple{8u, 32u, 4.0}, std::tuple{32u, 256u, 32.0},
                                           std::tuple{32u, 256u, 20.0}}) {

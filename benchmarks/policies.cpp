@@ -239,7 +239,7 @@ constexpr pipesched::shape big_multi{64, 4096, 4};
 constexpr pipesched::shape small_single{8, 32, 1};
 constexpr pipesched::shape small_multi{8, 32, 2};
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool policy_benchmarks_registered = [] {
     for (const pipesched::shape s : {big_single, small_single}) {
         add_streaming("gpipe", pipesched::gpipe<>{s});
         add_streaming("1f1b", pipesched::one_f_one_b<>{s});

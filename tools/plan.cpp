@@ -370,7 +370,7 @@ int run_plan(const parsed_args& args) {
         const std::string gpu_name{args.get("gpu").value_or("h100")};
         const std::optional<pl::gpu_spec> preset = pl::find_gpu(gpu_name);
         if (!preset)
-            fail("--gpu: unknown GPU " + quoted(gpu_name) + " (h100, h200, a100-80gb, a100-40gb, b200, mi300x)");
+            fail("--gpu: unknown GPU " + cli::quoted(gpu_name) + " (h100, h200, a100-80gb, a100-40gb, b200, mi300x)");
         pl::gpu_spec g = *preset;
         g.memory_bytes = positive_flag(args, "gpu-memory", g.memory_bytes / pl::gib, 1e6) * pl::gib;
         g.peak_flops = positive_flag(args, "gpu-tflops", g.peak_flops / 1e12, 1e9) * 1e12;
