@@ -8,6 +8,9 @@ every file into its varint32-length-delimited messages and, for each message:
   - `protoc --decode` parses it (GlobalMetadata first, then Node) with no unknown fields;
   - `protoc --encode` of the decoded text gives back the same bytes, so every field has the
     number and type the schema gives it;
+(one protoc run of each kind per file: the file's messages become the fields of one wrapper
+message, `metadata` and the repeated `nodes`, whose encoding is each message's bytes behind a
+field tag and the same length, and whose text is each message's text in a block)
 and checks the decoded content: the version, unique node ids, the attributes each node type
 needs with integer or bool values, and that every receive has exactly one matching send.
 """
@@ -52,10 +55,57 @@ def messages(data):
         pos += length
 
 
-def protoc(proto, args, data):
-    include = os.path.dirname(os.path.abspath(proto))
-    run = subprocess.run(["protoc", "-I", include] + args + [os.path.basename(proto)], input=data,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+WRAPPER = """syntax = "proto3";
+import "%s";
+package pipesched_check;
+message Trace {
+  ChakraProtoMsg.GlobalMetadata metadata = 1;
+  repeated ChakraProtoMsg.Node nodes = 2;
+}
+"""
+
+
+def write_wrapper(proto, work):
+    """A .proto in `work` whose message Trace holds one file's messages as its fields."""
+    path = os.path.join(work, "trace_wrapper.proto")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(WRAPPER % os.path.basename(proto))
+    return path
+
+
+def varint_bytes(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def wrapped(messages_of_file):
+    """The Trace encoding of a file's messages: field 1 the first, field 2 every other."""
+    out = bytearray()
+    for index, message in enumerate(messages_of_file):
+        out += b"\x0a" if index == 0 else b"\x12"
+        out += varint_bytes(len(message)) + message
+    return bytes(out)
+
+
+def unwrapped(text):
+    """Trace's text split back into each message's own text (its block, two spaces less)."""
+    blocks = []
+    for match in re.finditer(r"^(metadata|nodes) \{\n(.*?)^\}\n", text, re.S | re.M):
+        blocks.append("".join(line[2:] + "\n" for line in match.group(2).splitlines()))
+    return blocks
+
+
+def protoc(proto, args, data, include_dirs=()):
+    include = [os.path.dirname(os.path.abspath(proto))] + list(include_dirs)
+    run = subprocess.run(["protoc"] + [a for d in include for a in ("-I", d)] + args + [os.path.basename(proto)],
+                         input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     if run.returncode != 0:
         fail("protoc %s failed: %s" % (" ".join(args), run.stderr.decode(errors="replace")))
     return run.stdout
@@ -82,6 +132,8 @@ def main():
         sys.exit(77)
     pipesched, proto, work = sys.argv[1:]
     os.makedirs(work, exist_ok=True)
+    wrapper = write_wrapper(proto, work)
+    schema_dir = os.path.dirname(os.path.abspath(proto))
     decoded_nodes = 0
     for number, case in enumerate(CASES):
         prefix = os.path.join(work, "case%d" % number)
@@ -95,14 +147,17 @@ def main():
             with open("%s.%d.et" % (prefix, rank), "rb") as f:
                 data = f.read()
             ids = set()
-            for index, message in enumerate(messages(data)):
-                kind = "ChakraProtoMsg.GlobalMetadata" if index == 0 else "ChakraProtoMsg.Node"
-                text = protoc(proto, ["--decode=" + kind], message).decode()
-                if re.search(r"^\s*[0-9]+:", text, re.M):
-                    fail("unknown field in rank %d message %d:\n%s" % (rank, index, text))
-                again = protoc(proto, ["--encode=" + kind], text.encode())
-                if again != message:
-                    fail("rank %d message %d: protoc --encode of the decoded text differs" % (rank, index))
+            file_messages = list(messages(data))
+            trace = wrapped(file_messages)
+            trace_text = protoc(wrapper, ["--decode=pipesched_check.Trace"], trace, [schema_dir]).decode()
+            if re.search(r"^\s*[0-9]+:", trace_text, re.M):
+                fail("unknown field in rank %d:\n%s" % (rank, trace_text))
+            if protoc(wrapper, ["--encode=pipesched_check.Trace"], trace_text.encode(), [schema_dir]) != trace:
+                fail("rank %d: protoc --encode of the decoded text differs" % rank)
+            texts = unwrapped(trace_text)
+            if len(texts) != len(file_messages):
+                fail("rank %d: %d messages, %d decoded" % (rank, len(file_messages), len(texts)))
+            for index, text in enumerate(texts):
                 if index == 0:
                     if text != 'version: "0.0.4"\n':
                         fail("unexpected GlobalMetadata: " + text)
