@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -203,9 +204,16 @@ bool same_iteration_simulation(const std::vector<std::vector<ps::event>>& lists,
     return identical(first, full);
 }
 
-} // namespace
+struct fast_path_counts {
+    std::size_t valid = 0;
+    std::size_t mutated = 0;
+    std::size_t invalid = 0;
+    std::size_t replayed = 0;
+};
 
-TEST_CASE("validate(iteration) and simulate(iteration): the fast paths and the full paths, the same answers") {
+// Every accepted schedule at 2 and 3 ranks and the microbatch counts given, and every neighbour
+// swap and deletion of its iteration's events: the fast paths' answers against the full paths'.
+fast_path_counts check_fast_paths(std::initializer_list<std::uint32_t> microbatches) {
     // validate(iteration): one replay, or the step-by-step checks. simulate(iteration) without
     // a timeline: the rules in one pass and the timed replay as the deadlock check, or the
     // full path (which a timeline sink takes).
@@ -221,7 +229,7 @@ TEST_CASE("validate(iteration) and simulate(iteration): the fast paths and the f
     std::size_t mutated = 0;
     std::size_t invalid = 0;
     std::size_t replayed = 0;
-    for_each_accepted_schedule({2u, 3u}, {2u, 5u}, [&](const auto& pol) {
+    for_each_accepted_schedule({2u, 3u}, microbatches, [&](const auto& pol) {
         using P = std::remove_cvref_t<decltype(pol)>;
         const ps::iteration<P> it{pol};
         // The library's iterations take the fast paths (else they would be as slow as
@@ -250,10 +258,28 @@ TEST_CASE("validate(iteration) and simulate(iteration): the fast paths and the f
             ++mutated;
         });
     });
-    CHECK(valid > 40);
-    CHECK(mutated > 5000);
-    CHECK(invalid > 1000); // the mutations reach the failure paths, not only valid orders
-    CHECK(replayed > 1000); // replays ran, valid or with a rule violation they can time
+    return {valid, mutated, invalid, replayed};
+}
+
+} // namespace
+
+TEST_CASE("validate(iteration) and simulate(iteration): the fast paths and the full paths, the same answers (m = 2)") {
+    const fast_path_counts n = check_fast_paths({2u});
+    CHECK(n.valid > 30);
+    CHECK(n.mutated > 2000);
+    CHECK(n.invalid > 1000); // the mutations reach the failure paths, not only valid orders
+    CHECK(n.replayed > 1000); // replays ran, valid or with a rule violation they can time
+}
+
+// Most of the time (the longer lists of m = 5): run by ctest as pipesched_tests.large_grids in
+// optimised builds (tests/CMakeLists.txt), not under the sanitizers' -O0.
+TEST_CASE("validate(iteration) and simulate(iteration): the fast paths and the full paths, the same answers (m = 5)" *
+          doctest::test_suite("large grids") * doctest::skip()) {
+    const fast_path_counts n = check_fast_paths({5u});
+    CHECK(n.valid > 30);
+    CHECK(n.mutated > 4000);
+    CHECK(n.invalid > 1000);
+    CHECK(n.replayed > 1000);
 }
 
 TEST_CASE("validate(iteration) in one walk: the compute rules on the unit flags, against the step-by-step checks") {
@@ -474,9 +500,15 @@ std::vector<ps::iteration_options> shortcut_options() {
     return all;
 }
 
-} // namespace
+struct shortcut_counts {
+    std::size_t shortcuts = 0;
+    std::size_t mutated = 0;
+    std::size_t accepted = 0;
+    std::size_t order_only = 0;
+    std::size_t replayed = 0;
+};
 
-TEST_CASE("validate(iteration) and simulate(iteration): the shortcut for the library's iterations, against the full paths") {
+shortcut_counts check_shortcut(std::initializer_list<std::uint32_t> microbatches) {
     // iteration<P> places every event but P's own, so once P's compute is valid the only rule
     // left to check is that each channel pairs its sends and receives in the same order
     // (detail::valid_by_construction); simulate(iteration) without a timeline checks the
@@ -496,7 +528,7 @@ TEST_CASE("validate(iteration) and simulate(iteration): the shortcut for the lib
     std::size_t accepted = 0;
     std::size_t order_only = 0;
     std::size_t replayed = 0;
-    for_each_accepted_schedule({1u, 2u, 3u}, {2u, 5u}, [&](const auto& pol) {
+    for_each_accepted_schedule({1u, 2u, 3u}, microbatches, [&](const auto& pol) {
         using P = std::remove_cvref_t<decltype(pol)>;
         std::string what;
         for (const ps::iteration_options& o : options) {
@@ -529,11 +561,30 @@ TEST_CASE("validate(iteration) and simulate(iteration): the shortcut for the lib
             }
         });
     });
-    CHECK(shortcuts > 300);
-    CHECK(mutated > 10000);
-    CHECK(accepted > 1000);  // swaps of independent actions keep the order valid
-    CHECK(order_only > 500); // valid compute whose channels pair up in another order
-    CHECK(replayed > 2000);
+    return {shortcuts, mutated, accepted, order_only, replayed};
+}
+
+} // namespace
+
+TEST_CASE("validate(iteration) and simulate(iteration): the shortcut for the library's iterations, against the full paths (m = 2)") {
+    const shortcut_counts n = check_shortcut({2u});
+    CHECK(n.shortcuts > 150);
+    CHECK(n.mutated > 4000);
+    CHECK(n.accepted > 500);   // swaps of independent actions keep the order valid
+    CHECK(n.order_only > 250); // valid compute whose channels pair up in another order
+    CHECK(n.replayed > 1000);
+}
+
+// Most of the time (the longer lists of m = 5): run by ctest as pipesched_tests.large_grids in
+// optimised builds (tests/CMakeLists.txt), not under the sanitizers' -O0.
+TEST_CASE("validate(iteration) and simulate(iteration): the shortcut for the library's iterations, against the full paths (m = 5)" *
+          doctest::test_suite("large grids") * doctest::skip()) {
+    const shortcut_counts n = check_shortcut({5u});
+    CHECK(n.shortcuts > 150);
+    CHECK(n.mutated > 10000);
+    CHECK(n.accepted > 1000);
+    CHECK(n.order_only > 500);
+    CHECK(n.replayed > 2000);
 }
 
 TEST_CASE("validate(iteration): valid compute, channels in two orders (by hand)") {
