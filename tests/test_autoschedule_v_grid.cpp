@@ -146,7 +146,7 @@ TEST_CASE("autoschedule placement v: never longer than the Zero Bubble authors' 
 
 TEST_CASE("autoschedule placement v: every row of the Zero Bubble authors' V grid" *
           doctest::test_suite("large grids") * doctest::skip()) {
-    // Run by ctest as pipesched_tests.large_grids (optimised builds; about 7 s at -O2).
+    // Run by ctest as pipesched_tests.large_grids (optimised builds; about 6 s at -O2).
     const zb_v_grid::tally t = zb_v_grid::compare(zb_v_grid::ok_rows());
     MESSAGE("shorter " << t.shorter << ", equal " << t.equal << ", longer " << t.longer);
     CHECK(t.rows == 756);

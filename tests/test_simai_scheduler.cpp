@@ -205,7 +205,7 @@ void check_every_policy(std::initializer_list<const char*> files) {
 
 } // namespace
 
-TEST_CASE("simai scheduler: every policy on every file, no deadlock, SimAI's work on every rank") {
+TEST_CASE("simai scheduler: every policy on the four smaller files, no deadlock, SimAI's work on every rank") {
     check_every_policy({"seed_tp2_ga2.txt", "aicb_gpt7b_tp8_pp1_ga8.txt", "aicb_gpt13b_tp8_pp2_ga16.txt",
                         "aicb_deepseek16b_tp2_pp2_ep4_ga8.txt"});
 }
