@@ -176,9 +176,9 @@ private:
     // the activation of F(upstream, i), I(s, i) the gradient of I(upstream, i), each usable
     // after p2p when the producer sits on another rank; the first stage has no activation to
     // wait for and the loss stage no gradient (its I follows its own F, which allowed() requires
-    // to have run before it on the same rank). False while the producer has not run (`at` is
-    // then unchanged); the test is on its end, before any latency is added, so that the replay
-    // asks it once.
+    // to have run before it on the same rank). False while the producer has not run
+    // (`at_time` is then unchanged); the test is on its end, before any latency is added, so
+    // that the replay asks it once.
     template <kind K> // F or I
     [[gnu::always_inline]] bool input(std::uint32_t s, std::uint32_t i, double& at_time) const noexcept {
         constexpr tensor needed = tensor_of(op_of(K));

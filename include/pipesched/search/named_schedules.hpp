@@ -39,7 +39,6 @@ struct named_schedule_result {
 
 namespace detail::autosched {
 
-
 /// Per-stage costs (with M_B, M_W) of a problem for simulate(): the stages the search times, as
 /// they are (a full B costs T_I + T_W).
 inline const std::vector<stage_costs>& stage_costs_of(const problem& pr) noexcept { return pr.model; }

@@ -119,7 +119,6 @@ inline std::vector<std::array<std::uint64_t, period>> first_slots(const std::vec
     return at;
 }
 
-
 /// A unit-slot timeline: per rank, per slot, the action there (a slot_action) or `idle`. Every
 /// action takes one slot: the building blocks are designed at equal costs, and the orders they
 /// yield are replayed at the real costs afterwards.
@@ -174,6 +173,12 @@ inline order order_of(const timeline& g) {
     return out;
 }
 
+/// Change of a rank's chunk activations when slot action `a` runs (0 for an idle slot): the
+/// timing model's rule, activation_change(), at the building blocks' unit memory.
+inline int held_change(std::int8_t a) noexcept {
+    return a == idle ? 0 : activation_change(op_of(task_of(static_cast<std::uint8_t>(a)).k));
+}
+
 inline std::int8_t action_of(task t) noexcept {
     if (t.k == kind::f) return t.chunk == 0 ? f0 : f1;
     if (t.k == kind::i) return t.chunk == 0 ? i0 : i1;
@@ -186,7 +191,7 @@ inline std::vector<std::int64_t> peaks(const timeline& g) {
     for (std::size_t r = 0; r < g.size(); ++r) {
         std::int64_t held = 0;
         for (const std::int8_t a : g[r]) {
-            held += a == f0 || a == f1 ? 1 : a == w0 || a == w1 ? -1 : 0;
+            held += held_change(a);
             out[r] = std::max(out[r], held);
         }
     }
@@ -441,12 +446,11 @@ inline void pull_forward(timeline& g, std::uint32_t m) {
     std::vector<std::array<std::uint32_t, period>> count(p);
     for (auto& c : count) c.fill(0);
     std::vector<std::int64_t> held(p, 0);
-    const auto delta = [](std::int8_t a) { return a == f0 || a == f1 ? 1 : a == w0 || a == w1 ? -1 : 0; };
     const auto record = [&](std::uint32_t r, std::int8_t a, std::size_t j) {
         std::uint32_t& c = count[r][static_cast<std::size_t>(a)];
         if (c < m) slot_of[index(c, r, a)] = static_cast<std::int64_t>(j);
         ++c;
-        held[r] += delta(a);
+        held[r] += held_change(a);
     };
     for (std::size_t j = 0; j < length; ++j) {
         for (std::uint32_t r = 0; r < p; ++r) {
@@ -462,12 +466,12 @@ inline void pull_forward(timeline& g, std::uint32_t m) {
             std::int64_t change = 0, highest = 0;
             for (std::size_t k = j + 1; k < length && available != 0; ++k) {
                 const std::int8_t a = row[k];
-                change += delta(a);
+                change += held_change(a);
                 const std::int64_t before = highest;
                 highest = std::max(highest, change);
                 if (a == idle || (available & (1U << a)) == 0) continue;
                 available &= ~(1U << a);
-                if (delta(a) > 0 && held[r] + before >= top) continue; // would raise the peak
+                if (held_change(a) > 0 && held[r] + before >= top) continue; // would raise the peak
                 const std::uint32_t c = count[r][static_cast<std::size_t>(a)];
                 if (c >= m) continue;
                 // Its input: the neighbour's same action of the same microbatch in an earlier
@@ -508,7 +512,6 @@ inline void oldest_weights_first(order& o) {
         }
     }
 }
-
 
 } // namespace v_blocks
 
@@ -632,9 +635,9 @@ void v_building_block_orders(const problem& pr, Consider&& consider) {
         return;
     }
     // More than 2p microbatches: only the blocks that hold the most memory the limit allows
-    // (their steady state's peak within three of the highest that fits: the fewer activations
-    // a block holds, the longer its bubble), ranked by their span at the real costs with 2p
-    // microbatches; the best are built with all of them.
+    // (their steady state's peak among the building_block_levels highest that fit: the fewer
+    // activations a block holds, the longer its bubble), ranked by their span at the real costs
+    // with 2p microbatches; the best are built with all of them.
     std::vector<std::int64_t> held(blocks.size());
     std::int64_t top = 0;
     const std::uint32_t lag = std::min(steady_m, 4 * pr.p + 2); // microbatch 0's W is within 4p + 2 periods
