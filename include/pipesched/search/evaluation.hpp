@@ -94,10 +94,14 @@ public:
                 out = done_here == basic_clock<Chunked>::outcome::failed ? step_result::failed : step_result::blocked;
                 break;
             }
+            // Wake the rank of the stage that reads the result (the timing model's receiver;
+            // one branch per tensor, so that the rule folds to its one compare with `stages`
+            // in a register).
+            std::uint32_t reader = 0;
             if (a.k == kind::f) {
-                if (s + 1 < stages) engine.wake(clock_.rank_of(s + 1));
+                if (receiver_stage(tensor::activation, s, stages, reader)) engine.wake(clock_.rank_of(reader));
             } else if (a.k == kind::i) {
-                if (s > 0) engine.wake(clock_.rank_of(s - 1));
+                if (receiver_stage(tensor::gradient, s, stages, reader)) engine.wake(clock_.rank_of(reader));
             }
             if (++pos == n) {
                 out = step_result::finished;
