@@ -346,6 +346,27 @@ class Errors(unittest.TestCase):
             big.simulate()
 
 
+class Stubs(unittest.TestCase):
+    def test_stubs_declare_the_public_names(self):
+        import ast
+        import inspect
+        stub = os.path.join(os.path.dirname(ps.__file__), "__init__.pyi")
+        with open(stub) as f:
+            tree = ast.parse(f.read())
+        declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        self.assertEqual(declared, set(ps.__all__))
+        # Every function's parameters, by name, as the package defines them.
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                real = list(inspect.signature(getattr(ps, node.name)).parameters)
+                a = node.args
+                names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+                if real[-1:] == ["kwargs"]:
+                    real = real[:-1]
+                    names = names[:len(real)]
+                self.assertEqual(names, real, node.name)
+
+
 class Gil(unittest.TestCase):
     def test_long_calls_release_the_gil(self):
         s = ps.schedule("ZBVZeroBubble", ranks=32, microbatches=4096)
