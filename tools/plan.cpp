@@ -11,7 +11,7 @@
 #include <pipesched/plan/hf_config.hpp>
 #include <pipesched/plan/megatron_args.hpp>
 #include <pipesched/plan/plan.hpp>
-#include <pipesched/plan/report_json.hpp>
+#include <pipesched/io/plan_json.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"

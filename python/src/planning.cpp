@@ -8,7 +8,7 @@
 #include <pipesched/plan/hf_config.hpp>
 #include <pipesched/plan/megatron_args.hpp>
 #include <pipesched/plan/plan.hpp>
-#include <pipesched/plan/report_json.hpp>
+#include <pipesched/io/plan_json.hpp>
 #include <pipesched/search/autoschedule.hpp>
 #include <pipesched/simai/compare_catalog.hpp>
 #include <pipesched/simai/parse.hpp>

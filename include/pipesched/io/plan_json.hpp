@@ -1,5 +1,6 @@
 // pipesched: plan()'s result as JSON, the document `pipesched plan --format json` prints and the
-// Python module's plan() reads (python/pipesched/__init__.py): one writer for both.
+// Python module's plan() reads (python/pipesched/__init__.py): one writer for both. In io/ (floor
+// 9, above plan/), like the other writers.
 #pragma once
 
 #include <cstdint>
@@ -7,10 +8,12 @@
 #include <string_view>
 #include <vector>
 
-#include "../io/json.hpp"
-#include "plan.hpp"
+#include "../plan/plan.hpp"
+#include "json.hpp"
 
 namespace pipesched::plan {
+
+// The report belongs to plan()'s namespace, beside plan_result; only the file is in io/.
 
 namespace detail {
 
