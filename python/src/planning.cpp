@@ -10,7 +10,7 @@
 #include <pipesched/plan/plan.hpp>
 #include <pipesched/io/plan_json.hpp>
 #include <pipesched/search/autoschedule.hpp>
-#include <pipesched/simai/compare_catalog.hpp>
+#include <pipesched/simai/analytical_compare.hpp>
 #include <pipesched/simai/parse.hpp>
 
 #include "common.hpp"
@@ -211,11 +211,19 @@ py::dict run_simai_compare(const std::string& text, const std::string& name) {
             fail(std::string{display_name(info(*id))} + " cannot run this workload (pp " + std::to_string(pp) +
                  ", ga " + std::to_string(ga) + ", one chunk per rank): " + std::string{c.message});
     });
-    simai::comparison c;
+    // As `pipesched simai` runs it: without the checkpoint lists SimAI v1.6 misreads, both orders
+    // replayed with SimAI's analytical time per collective.
+    simai::workload w = parsed.value;
+    w.header.checkpoints.reset();
+    w.header.checkpoint_initiates.reset();
+    simai::analytical_comparison_result analysed;
     {
         py::gil_scoped_release nogil;
-        c = simai::compare(parsed.value, *id);
+        analysed = simai::compare_analytical(w, *id);
     }
+    if (!analysed)
+        fail("SimAI's analytical model: " + describe(*analysed.error, &w));
+    const simai::comparison& c = analysed.value.timeline;
     const auto report = [](const simai::order_report& o) {
         py::dict d;
         d["name"] = o.name;
@@ -249,6 +257,20 @@ py::dict run_simai_compare(const std::string& text, const std::string& name) {
     out["grad_sync_ns"] = c.grad_sync_ns;
     out["grad_norm_ns"] = c.grad_norm_ns;
     out["param_gather_ns"] = c.param_gather_ns;
+    // SimAI's own analytical report, in its units (microseconds), as the tool's simai_report.
+    const simai::analytical_totals& t = analysed.value.report.totals;
+    py::dict totals;
+    totals["expose_dp_comm_us"] = t.expose_dp_comm_us;
+    totals["expose_dp_ep_comm_us"] = t.expose_dp_ep_comm_us;
+    totals["expose_tp_comm_us"] = t.expose_tp_comm_us;
+    totals["expose_ep_comm_us"] = t.expose_ep_comm_us;
+    totals["expose_pp_comm_us"] = t.expose_pp_comm_us;
+    totals["bubble_time_us"] = t.bubble_time_us;
+    totals["total_comp_us"] = t.total_comp_us;
+    totals["total_exposed_comm_us"] = t.total_exposed_comm_us;
+    totals["total_time_us"] = t.total_time_us;
+    totals["notes"] = analysed.value.report.notes;
+    out["simai_report"] = totals;
     return out;
 }
 

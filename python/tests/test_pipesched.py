@@ -298,6 +298,15 @@ class Planning(unittest.TestCase):
         self.assertEqual(r["simai"]["verdict"].kind, "stale_update")
         self.assertTrue(r["corrected"]["verdict"])
         self.assertEqual(r["corrected"]["events"][:3], ["F0", "loss", "B0"])
+        self.assertGreater(r["simai_report"]["total_time_us"], 0.0)
+        if TOOL:
+            j = tool_json("simai", os.path.join(DATA, "simai", "seed_tp2_ga2.txt"), "--format", "json")
+            for ours, theirs in zip([r["simai"], r["corrected"]], j["orders"]):
+                self.assertEqual(ours["events"], theirs["events"])
+                self.assertEqual(ours["makespan_ns"], theirs["makespan_ns"])
+                self.assertEqual(ours["verdict"].message, theirs["verdict"])
+            self.assertEqual(r["problems"], j["problems"])
+            self.assertAlmostEqual(r["simai_report"]["total_time_us"], j["simai_report"]["total_time_us"], places=3)
         with self.assertRaises(ValueError):
             ps.simai_compare("not a workload\nat all\n")
         with self.assertRaisesRegex(ValueError, "unknown schedule"):
