@@ -8,10 +8,10 @@
 #include <pipesched/chakra/export.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>
-#include <pipesched/io/json.hpp>
 #include <pipesched/plan/hf_config.hpp>
 #include <pipesched/plan/megatron_args.hpp>
 #include <pipesched/plan/plan.hpp>
+#include <pipesched/io/plan_json.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -111,108 +111,6 @@ std::string billions(double n) { return fixed(n / 1e9, 2) + " B"; }
 
 std::string schedule_label(const pl::schedule_report& s) {
     return s.name + (s.chunks > 1 ? " (v=" + number_text(s.chunks) + ")" : std::string{});
-}
-
-/// `"name":value` after a comma unless it opens an object or array.
-void field_name(std::string& s, std::string_view name) {
-    if (!s.empty() && s.back() != '{' && s.back() != '[')
-        s += ',';
-    pipesched::json::append_string(s, name);
-    s += ':';
-}
-void field(std::string& s, std::string_view name, double x) {
-    field_name(s, name);
-    pipesched::json::append_number(s, x);
-}
-void field(std::string& s, std::string_view name, std::uint64_t n) {
-    field_name(s, name);
-    pipesched::json::append_number(s, n);
-}
-void field(std::string& s, std::string_view name, std::string_view text) {
-    field_name(s, name);
-    pipesched::json::append_string(s, text);
-}
-void field(std::string& s, std::string_view name, bool b) {
-    field_name(s, name);
-    s += b ? "true" : "false";
-}
-
-void append_json_report(std::string& s, const pl::model_config& m, const pl::training_config& t, const pl::gpu_spec& g,
-                        const pl::plan_result& r, const std::vector<std::string>& ignored) {
-    s += '{';
-    field(s, "model", std::string_view{m.name});
-    field(s, "gpu", g.name);
-    field(s, "parameters_total", r.parameters.total());
-    field(s, "mtp_parameters", r.parameters.mtp);
-    field(s, "active_parameters", r.parameters.active);
-    field(s, "tensor_parallel", std::uint64_t{t.tensor_parallel});
-    field(s, "pipeline_parallel", std::uint64_t{t.pipeline_parallel});
-    field(s, "data_parallel", std::uint64_t{t.data_parallel});
-    field(s, "context_parallel", std::uint64_t{t.context_parallel});
-    field(s, "microbatches", std::uint64_t{r.microbatches});
-    field(s, "usable_bytes", r.usable_bytes);
-    field_name(s, "ranks");
-    s += '[';
-    for (std::size_t k = 0; k < r.ranks.size(); ++k) {
-        const pl::rank_report& x = r.ranks[k];
-        s += k == 0 ? "{" : ",{";
-        field(s, "rank", std::uint64_t{k});
-        field(s, "layers", std::uint64_t{x.layers});
-        field(s, "parameters", x.parameters);
-        field(s, "weight_and_optimizer_bytes", x.state_bytes);
-        field(s, "activation_bytes_per_microbatch", x.activation_bytes);
-        field(s, "forward_seconds_per_microbatch", x.forward_seconds);
-        s += '}';
-    }
-    s += ']';
-    field_name(s, "schedules");
-    s += '[';
-    for (std::size_t k = 0; k < r.schedules.size(); ++k) {
-        const pl::schedule_report& x = r.schedules[k];
-        s += k == 0 ? "{" : ",{";
-        field(s, "name", std::string_view{x.name});
-        field(s, "chunks", std::uint64_t{x.chunks});
-        field(s, "placement", std::string_view{x.layout == pipesched::placement::v_shape ? "v" : "loop"});
-        field(s, "evaluated", x.evaluated);
-        field(s, "fits", x.fits);
-        if (x.evaluated) {
-            field(s, "iteration_time_s", x.iteration_seconds);
-            field(s, "pipeline_time_s", x.pipeline_seconds);
-            field(s, "bubble_fraction", x.bubble_fraction);
-            field(s, "worst_rank", std::uint64_t{x.worst_rank});
-            field_name(s, "peak_bytes");
-            s += '[';
-            for (std::size_t j = 0; j < x.peak_bytes.size(); ++j) {
-                if (j != 0)
-                    s += ',';
-                pipesched::json::append_number(s, x.peak_bytes[j]);
-            }
-            s += ']';
-        } else {
-            field(s, "note", std::string_view{x.note});
-        }
-        s += '}';
-    }
-    s += ']';
-    field_name(s, "recommended");
-    if (r.recommended) {
-        s += '{';
-        field(s, "name", std::string_view{r.schedules[*r.recommended].name});
-        field(s, "chunks", std::uint64_t{r.schedules[*r.recommended].chunks});
-        s += '}';
-    } else {
-        s += "null";
-        field(s, "advice", std::string_view{r.advice});
-    }
-    field_name(s, "megatron_theoretical");
-    s += '{';
-    field(s, "weight_and_optimizer_mb", r.megatron.weight_and_optimizer_mb);
-    field(s, "activation_mb", r.megatron.activation_mb);
-    field(s, "total_mb", r.megatron.total_mb);
-    s += '}';
-    field_name(s, "ignored");
-    pipesched::json::append_array(s, ignored);
-    s += "}\n";
 }
 
 void append_text_report(std::string& s, const pl::model_config& m, const pl::training_config& t, const pl::gpu_spec& g,
@@ -430,7 +328,7 @@ int run_plan(const parsed_args& args) {
             notes.push_back("ignored: " + word);
         std::string s;
         if (format == "json")
-            append_json_report(s, m, t, g, r, ma.ignored);
+            pl::append_json_report(s, m, t, g, r, ma.ignored);
         else
             append_text_report(s, m, t, g, o, r, notes);
         if (emit_kind && r.recommended) {
