@@ -86,6 +86,10 @@ struct rank_summary {
     double peak_memory = 0.0;      ///< in the units of stage_costs::activation_memory
     double first_start = 0.0;
     double last_end = 0.0;
+    /// Expert-parallel all-to-all time the rank's actions add beyond their compute
+    /// (cost_model::exposed_all_to_all: the whole of it for a chunk alone, what the pair model
+    /// does not hide for an overlapped pair); 0 without all-to-all in the costs.
+    double exposed_all_to_all = 0.0;
 };
 
 struct simulation {
@@ -99,6 +103,9 @@ struct simulation {
     /// them back out of stage numbers.
     pipesched::shape shape{};
     stage_map stages{};
+    /// The costs held expert-parallel all-to-all (cost_model::has_all_to_all): the ranks'
+    /// exposed_all_to_all are set, and the tool's outputs show them.
+    bool all_to_all = false;
 
     constexpr explicit operator bool() const noexcept { return static_cast<bool>(check); }
     [[nodiscard]] constexpr std::uint32_t max_peak_activations() const noexcept {
@@ -586,10 +593,41 @@ private:
 
 } // namespace detail
 
+namespace detail {
+/// Each rank's exposed all-to-all (rank_summary::exposed_all_to_all), summed over its order
+/// after the replay: an overlapped pair (a marker or a flagged F, then its B or I) adds what
+/// the pair model leaves exposed, any other action its whole all-to-all. A walk of its own
+/// keeps the replay's loops as they are for the costs without all-to-all.
+template <class Source>
+constexpr void add_exposed_all_to_all(const Source& src, const cost_model& costs, simulation& out) {
+    out.all_to_all = true;
+    for (std::uint32_t r = 0; r < out.ranks.size(); ++r) {
+        double exposed = 0.0;
+        for (auto c = src.cursor(r); !c.done(); c.advance()) {
+            action a = c.current();
+            const bool pair = a.kind == op::overlap_f_b || a.overlapped_with_next;
+            if (a.kind == op::overlap_f_b) {
+                c.advance();
+                a = c.current();
+            }
+            if (!pair) {
+                exposed += costs.exposed_all_to_all(a);
+                continue;
+            }
+            c.advance(); // the replay checked that the pair is whole
+            exposed += costs.exposed_all_to_all(a, c.current());
+        }
+        out.ranks[r].exposed_all_to_all = exposed;
+    }
+}
+} // namespace detail
+
 /// Replays any action source on a cost model, pushing every executed action with its times.
 template <action_source Source, timeline_sink Sink>
 [[nodiscard]] constexpr simulation simulate_actions(const Source& src, const cost_model& costs, Sink& sink) {
-    return detail::simulator<Source, Sink>{src, costs, sink}.run();
+    simulation out = detail::simulator<Source, Sink>{src, costs, sink}.run();
+    if (out && costs.has_all_to_all()) detail::add_exposed_all_to_all(src, costs, out);
+    return out;
 }
 
 /// Replays a policy; an iteration<P> has its own overload in simulate_iteration.hpp (with
