@@ -251,10 +251,13 @@ schedule_request read_schedule(const parsed_args& args) {
     // --chunks defaults to 2 for every multi-chunk schedule (interleaved, looped, V), else 1.
     req.options.shape.chunks = args.count("chunks").value_or(required_chunks(req.id));
     if (const auto g = args.count("group-size")) {
-        if (req.id != pipesched::schedule_id::interleaved_1f1b) {
+        if (req.id != pipesched::schedule_id::interleaved_1f1b &&
+            req.id != pipesched::schedule_id::interleaved_combined_1f1b) {
             fail("--group-size applies only to " +
                  std::string{
                      pipesched::info(pipesched::schedule_id::interleaved_1f1b).pytorch_name} +
+                 " and " +
+                 std::string{pipesched::display_name(pipesched::info(pipesched::schedule_id::interleaved_combined_1f1b))} +
                  ", not to " + std::string{pipesched::display_name(pipesched::info(req.id))});
         }
         req.options.group_size = *g;

@@ -280,7 +280,7 @@ inline constexpr std::array<flag_spec, 6> schedule_flags{{
     {"microbatches", "M", "microbatches per iteration, 1..65536", "", true},
     {"chunks", "V", "model chunks per rank, 1..256; above 1 only for multi-chunk schedules",
      "2 for the multi-chunk schedules (Schedules below), else 1", false},
-    {"group-size", "G", "Interleaved1F1B only: microbatches per group",
+    {"group-size", "G", "Interleaved1F1B and interleaved_combined_1f1b only: microbatches per group",
      "m / max(1, m / p): p when p divides m", false},
     {"backward", "full|split", "backward as one action B, or split into I then W", "full", false},
 }};

@@ -18,8 +18,10 @@
 // speed-up, as PyTorch's runtime, which runs the two one after the other unless the user
 // registers a fused function), and both results exist when it ends. DualPipe's bubble formula
 // writes this duration "F&B"; set stage_costs::overlapped_forward_backward to model a fused
-// implementation. The timeline sink receives both actions with the pair's start and end, the
-// F first with overlapped_with_next set. The F's activation is counted before the B frees one.
+// implementation; with expert-parallel all-to-all in the costs it is the pair model of
+// timing_model.hpp (docs/moe.md). The timeline sink receives both actions with the pair's start
+// and end, the F first with overlapped_with_next set. The F's activation is counted before the
+// B frees one. With all-to-all, each rank's exposed_all_to_all is summed after the replay.
 //
 // Memory model, in chunk activations: a unit's activation is allocated by its F and freed by
 // the end of its B, or, for a split backward, by its W. I frees nothing: the weight gradient

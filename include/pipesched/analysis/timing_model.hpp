@@ -117,8 +117,13 @@ struct stage_costs {
     /// How long `kind` runs alone on this stage: compute + all-to-all, one after the other (0
     /// for an op that is no computation). Without all-to-all, exactly the compute.
     [[nodiscard]] constexpr double duration(op kind) const noexcept {
-        if (!has_all_to_all()) return compute(kind);
-        return compute(kind) + all_to_all(kind);
+        const double c = compute(kind);
+        if (!has_all_to_all()) return c;
+        const double a = all_to_all(kind);
+        // A NaN is returned as it is: arithmetic on it is no constant expression for clang.
+        if (a != a) return a;
+        if (c != c) return c;
+        return c + a;
     }
 
     /// Change of the rank's memory when `kind` runs on this stage: the memory rule above, the
@@ -222,7 +227,9 @@ struct cost_model {
     /// All-to-all time the pair (f, b) adds beyond its compute: its duration less the compute
     /// of both at full speed (what is not hidden, and the slowdown's cost), at least 0.
     [[nodiscard]] constexpr double exposed_all_to_all(const action& f, const action& b) const noexcept {
-        const double extra = overlapped(f, b) - of_stage(f.stage).compute(f.kind) - of_stage(b.stage).compute(b.kind);
+        const double pair = overlapped(f, b);
+        if (pair != pair) return pair; // no arithmetic on a NaN (clang's constant evaluation)
+        const double extra = pair - of_stage(f.stage).compute(f.kind) - of_stage(b.stage).compute(b.kind);
         return extra > 0.0 ? extra : 0.0;
     }
 };
