@@ -560,6 +560,17 @@ private:
             return step_result::failed;
         }
         const double ready = ready_f > ready_b ? ready_f : ready_b;
+        // Each action's own cost must be usable, as when it runs alone: F + B with a negative B
+        // can be a usable sum, and which rank met the bad cost first would then depend on the
+        // order the ranks ran in (the first try's and the full path's verdicts must agree).
+        if (const double d = costs_.duration(f); !usable_cost(d)) {
+            fail(verdict_code::invalid_cost, r, index, f, d);
+            return step_result::failed;
+        }
+        if (const double d = costs_.duration(b); !usable_cost(d)) {
+            fail(verdict_code::invalid_cost, r, index + 1, b, d);
+            return step_result::failed;
+        }
         if (costs_.fill_with_weight && !fill_idle(r, st, ready)) return step_result::failed;
         const double start = start_time(ready, st.clock.free_at);
         const double duration = costs_.overlapped(f, b);
