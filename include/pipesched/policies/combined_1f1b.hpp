@@ -10,7 +10,7 @@
 // all 1f1b steps"), and each steady-state step k runs the forward of unit k + W and the
 // backward of unit k as one combined step, whose layers interleave so that each chunk's
 // dispatch and combine all-to-all run under the other's compute (the pair model of
-// analysis/timing_model.hpp, overlapped_pair_time). So rank r of p runs
+// timing_model.hpp, overlapped_pair_time). So rank r of p runs
 //     F x W,   (F;B) x (units - W),   B x W
 // with W = min(2(p-r-1) + (v-1)g + 1, m*v) for v chunks and group size g (interleaved 1F1B's
 // warm-up plus one) and units read off interleaved 1F1B's grouped table. A pair is three events:
