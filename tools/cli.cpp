@@ -251,10 +251,13 @@ schedule_request read_schedule(const parsed_args& args) {
     // --chunks defaults to 2 for every multi-chunk schedule (interleaved, looped, V), else 1.
     req.options.shape.chunks = args.count("chunks").value_or(required_chunks(req.id));
     if (const auto g = args.count("group-size")) {
-        if (req.id != pipesched::schedule_id::interleaved_1f1b) {
+        if (req.id != pipesched::schedule_id::interleaved_1f1b &&
+            req.id != pipesched::schedule_id::interleaved_combined_1f1b) {
             fail("--group-size applies only to " +
                  std::string{
                      pipesched::info(pipesched::schedule_id::interleaved_1f1b).pytorch_name} +
+                 " and " +
+                 std::string{pipesched::display_name(pipesched::info(pipesched::schedule_id::interleaved_combined_1f1b))} +
                  ", not to " + std::string{pipesched::display_name(pipesched::info(req.id))});
         }
         req.options.group_size = *g;
@@ -487,18 +490,36 @@ cost_request read_costs(const parsed_args& args) {
     const auto text = args.get("cost");
     if (!text)
         return c;
-    static constexpr std::array<std::string_view, 5> keys{"F", "B", "I", "W", "p2p"};
-    double* const fields[] = {&c.per_rank.forward, &c.per_rank.backward, &c.per_rank.backward_input,
-                              &c.per_rank.backward_weight, &c.p2p};
-    read_key_values("--cost", *text, keys, [&](std::size_t k, double x) { *fields[k] = x; });
+    static constexpr std::array<std::string_view, 11> keys{"F",          "B",          "I",         "W",
+                                                           "p2p",        "F_dispatch", "F_combine", "B_dispatch",
+                                                           "B_combine",  "attention",  "slowdown"};
+    pipesched::stage_costs& r = c.per_rank;
+    double* const fields[] = {&r.forward,          &r.backward,        &r.backward_input,  &r.backward_weight,
+                              &c.p2p,              &r.forward_dispatch, &r.forward_combine, &r.backward_dispatch,
+                              &r.backward_combine, &r.attention_share, &r.overlap_slowdown};
+    read_key_values("--cost", *text, keys, [&](std::size_t k, double x) {
+        if (keys[k] == "attention" && x > 1.0)
+            fail("--cost: attention is the share of a chunk's compute before its dispatch, from 0 to 1; got " +
+                 fixed(x, 6));
+        if (keys[k] == "slowdown" && x < 1.0)
+            fail("--cost: slowdown multiplies the compute that runs beside all-to-all and must be at least 1; got " +
+                 fixed(x, 6));
+        *fields[k] = x;
+    });
     return c;
 }
 
 pipesched::cost_model cost_model_for(const cost_request& c, std::uint32_t chunks) {
     pipesched::cost_model m{};
     const double share = 1.0 / static_cast<double>(chunks);
-    m.uniform = {c.per_rank.forward * share, c.per_rank.backward * share,
-                 c.per_rank.backward_input * share, c.per_rank.backward_weight * share};
+    const pipesched::stage_costs& r = c.per_rank;
+    m.uniform = {r.forward * share, r.backward * share, r.backward_input * share, r.backward_weight * share};
+    m.uniform.forward_dispatch = r.forward_dispatch * share;
+    m.uniform.forward_combine = r.forward_combine * share;
+    m.uniform.backward_dispatch = r.backward_dispatch * share;
+    m.uniform.backward_combine = r.backward_combine * share;
+    m.uniform.attention_share = r.attention_share;
+    m.uniform.overlap_slowdown = r.overlap_slowdown;
     m.p2p_latency = c.p2p;
     return m;
 }

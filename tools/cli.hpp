@@ -280,7 +280,7 @@ inline constexpr std::array<flag_spec, 6> schedule_flags{{
     {"microbatches", "M", "microbatches per iteration, 1..65536", "", true},
     {"chunks", "V", "model chunks per rank, 1..256; above 1 only for multi-chunk schedules",
      "2 for the multi-chunk schedules (Schedules below), else 1", false},
-    {"group-size", "G", "Interleaved1F1B only: microbatches per group",
+    {"group-size", "G", "Interleaved1F1B and interleaved_combined_1f1b only: microbatches per group",
      "m / max(1, m / p): p when p divides m", false},
     {"backward", "full|split", "backward as one action B, or split into I then W", "full", false},
 }};
@@ -288,7 +288,9 @@ inline constexpr std::array<flag_spec, 6> schedule_flags{{
 /// --cost, shared by simulate and compare.
 inline constexpr flag_spec cost_flag{
     "cost", "F=1,B=2,...",
-    "one microbatch through one rank's layers (F, B, I, W), split evenly over the rank's chunks; p2p latency",
+    "one microbatch through one rank's layers (F, B, I, W), split evenly over the rank's chunks; p2p latency; "
+    "MoE all-to-all F_dispatch, F_combine, B_dispatch, B_combine (of a B or I; split like F, B), attention "
+    "(compute share before the dispatch), slowdown (>= 1, compute under communication) (docs/moe.md)",
     "F=1,B=2,I=1,W=1,p2p=0", false};
 
 // ---------------------------------------------------------------------------------------------
@@ -364,7 +366,8 @@ loaded_csv load_csv(std::string_view path);
 
 /// --cost F=1,B=2,I=1,W=1,p2p=0: the time of one microbatch through one rank's share of the
 /// model; a schedule with v chunks per rank is charged 1/v of it per chunk, so that schedules
-/// with different v compare fairly.
+/// with different v compare fairly. The expert-parallel all-to-all keys (F_dispatch, F_combine,
+/// B_dispatch, B_combine) are split the same way; attention and slowdown are not.
 struct cost_request {
     pipesched::stage_costs per_rank{1.0, 2.0, 1.0, 1.0};
     double p2p = 0.0;

@@ -60,6 +60,9 @@ void append_summary_json(std::string& s, const summary_head& head, const pipesch
     list("peak_activations", [&](const pipesched::rank_summary& r) { s += number_text(r.peak_activations); });
     list("busy", [&](const pipesched::rank_summary& r) { pipesched::json::append_number(s, r.busy); });
     list("idle", [&](const pipesched::rank_summary& r) { pipesched::json::append_number(s, r.idle); });
+    if (sim.all_to_all) // only with all-to-all in --cost: the output without it is as it was
+        list("exposed_all_to_all",
+             [&](const pipesched::rank_summary& r) { pipesched::json::append_number(s, r.exposed_all_to_all); });
     s += "}";
 }
 
@@ -73,6 +76,12 @@ std::string summary_text(const std::string& title, std::span<const pipesched::ti
     for (const auto& r : sim.ranks)
         s += " " + number_text(r.peak_activations);
     s += "\n";
+    if (sim.all_to_all) { // only with all-to-all in --cost: the output without it is as it was
+        s += "exposed all-to-all per rank (beyond compute):";
+        for (const auto& r : sim.ranks)
+            s += " " + fixed(r.exposed_all_to_all);
+        s += "\n";
+    }
     return s;
 }
 
@@ -246,7 +255,8 @@ int run_simulate(const parsed_args& args) {
 const command_spec simulate_command{"simulate", "replay a schedule on a cost model: timeline, summary JSON or Chrome trace",
      "Replays the schedule (or, with --csv FILE, a schedule read from PyTorch CSV) with the given\n"
      "costs. text: a timeline (one row per rank, '.' idle) and the summary; json: {makespan,\n"
-     "bubble_fraction, peak_activations, busy, idle} per rank; chrome: trace-event JSON for\n"
+     "bubble_fraction, peak_activations, busy, idle} per rank (and exposed_all_to_all when --cost\n"
+     "gives MoE all-to-all); chrome: trace-event JSON for\n"
      "ui.perfetto.dev or chrome://tracing, written as it is produced. A shape whose replay would\n"
      "hold more than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 32 with\n"
      "--iteration) or replay more than 2^26 (stage, microbatch) units is refused with exit 2.",

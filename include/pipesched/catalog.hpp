@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "policies/any_schedule.hpp"
+#include "policies/combined_1f1b.hpp"
 #include "policies/gpipe.hpp"
 #include "policies/dualpipe_v.hpp"
 #include "policies/interleaved_1f1b.hpp"
@@ -45,6 +46,8 @@ enum class schedule_id : std::uint8_t {
     dualpipe_v,
     v_min,
     v_half,
+    combined_1f1b,
+    interleaved_combined_1f1b,
 };
 
 struct schedule_info {
@@ -85,7 +88,9 @@ using catalog = catalog_list<
     catalog_entry<schedule_id::zbv, zbv>,
     catalog_entry<schedule_id::dualpipe_v, dualpipe_v>,
     catalog_entry<schedule_id::v_min, v_min>,
-    catalog_entry<schedule_id::v_half, v_half>>;
+    catalog_entry<schedule_id::v_half, v_half>,
+    catalog_entry<schedule_id::combined_1f1b, combined_1f1b<>>,
+    catalog_entry<schedule_id::interleaved_combined_1f1b, interleaved_combined_1f1b<>>>;
 
 /// P with its backward_kind argument replaced by B; P itself for a fixed-backward policy.
 template <class P, backward_kind B>
@@ -149,7 +154,7 @@ inline constexpr auto schedules = detail::make_schedules(detail::catalog{});
 /// Everything needed to build any catalogued policy.
 struct schedule_options {
     pipesched::shape shape{};
-    std::uint32_t group_size = 0; ///< interleaved_1f1b only; 0 = default
+    std::uint32_t group_size = 0; ///< the interleaved 1F1B schedules only; 0 = default
     backward_kind backward = backward_kind::full; ///< zero-bubble schedules: ignored, always split
 };
 
@@ -221,7 +226,7 @@ static_assert(backward_flags_match(catalog{}),
 
 template <class P>
 [[nodiscard]] constexpr P make_policy(const schedule_options& o) {
-    // interleaved_1f1b is the one policy with a group size; the others take the shape only.
+    // The interleaved 1F1B schedules take a group size; the others take the shape only.
     if constexpr (std::is_constructible_v<P, shape, std::uint32_t>) return P{o.shape, o.group_size};
     else return P{o.shape};
 }

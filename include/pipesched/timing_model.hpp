@@ -22,7 +22,13 @@
 //                            per stage: duration() of an action
 //   overlapped pairs         well_formed_pair(): an F, then a B or I of another unit; it runs as
 //                            one computation of cost_model::overlapped(F, B) once the inputs of
-//                            both exist
+//                            both exist; with expert-parallel all-to-all in the costs, that is
+//                            overlapped_pair_time(): the F's and the B's sub-phases interleaved
+//                            so that each all-to-all runs under the other chunk's compute
+//                            (DeepSeek-V3's DualPipe, Megatron-LM's combined 1F1B; docs/moe.md)
+//   all-to-all               stage_costs::all_to_all(): the expert-parallel dispatch and combine
+//                            inside an F, B or I (none in a W); exposed_all_to_all(): what
+//                            they add to a chunk alone or to a pair beyond its compute
 //   memory                   stage_costs::memory_change(): F adds M_B, I releases M_B - M_W,
 //                            W releases M_W, a full B releases M_B (Qi et al. 2024, section
 //                            3.1); cost_model::memory_change() of an action; the search's
@@ -45,6 +51,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include "action.hpp"
@@ -52,12 +59,13 @@
 
 namespace pipesched {
 
-/// Duration of each compute op on one stage (one chunk of one microbatch).
+/// Duration of each compute op on one stage (one chunk of one microbatch): its compute, plus
+/// the expert-parallel all-to-all of the stage's MoE layers when there are any.
 struct stage_costs {
-    double forward = 1.0;
-    double backward = 2.0;       ///< a full backward (B)
-    double backward_input = 1.0; ///< I of a split backward
-    double backward_weight = 1.0; ///< W of a split backward
+    double forward = 1.0;        ///< compute of an F (without its all-to-all)
+    double backward = 2.0;       ///< compute of a full backward (B)
+    double backward_input = 1.0; ///< compute of the I of a split backward
+    double backward_weight = 1.0; ///< W of a split backward (no all-to-all: weights stay local)
     /// An overlapped pair whose F runs on this stage ("F&B" in DualPipe's bubble formula);
     /// negative (the default): F + B of the two actions, no speed-up.
     double overlapped_forward_backward = -1.0;
@@ -66,8 +74,25 @@ struct stage_costs {
     /// M_W: the part of it that W still needs after I; I releases M_B - M_W, W releases M_W.
     double weight_memory = 1.0;
 
-    /// How long `kind` runs on this stage (0 for an op that is no computation).
-    [[nodiscard]] constexpr double duration(op kind) const noexcept {
+    // Expert-parallel all-to-all inside a chunk (docs/moe.md): totals over the stage's MoE
+    // layers, in the unit of the compute times. All 0 (the default): a dense stage, and every
+    // number is what it was without them. Totals, not per layer: with the layers of a stage
+    // alike, the pair model below is the same for one layer of the totals as for L layers of
+    // a share 1/L each, run back to back (every time in it scales by 1/L).
+    double forward_dispatch = 0.0;  ///< the F's dispatch (tokens to their experts)
+    double forward_combine = 0.0;   ///< the F's combine (expert outputs back)
+    double backward_dispatch = 0.0; ///< the gradient of the dispatch, in a B or an I
+    double backward_combine = 0.0;  ///< the gradient of the combine, in a B or an I
+    /// Share of a chunk's compute before its dispatch (attention and router; the rest, the
+    /// experts' MLP, runs between dispatch and combine), in [0, 1]; used by the pair model.
+    double attention_share = 0.5;
+    /// Factor (>= 1) on the compute of an overlapped pair that hides all-to-all: the SMs the
+    /// communication kernels take from the computation (DeepSeek-V3 report, section 3.2.2: 20
+    /// of the H800's 132 SMs). 1: no contention.
+    double overlap_slowdown = 1.0;
+
+    /// Compute of `kind` on this stage, without all-to-all (0 for an op that is no computation).
+    [[nodiscard]] constexpr double compute(op kind) const noexcept {
         switch (kind) {
         case op::forward: return forward;
         case op::backward: return backward;
@@ -75,6 +100,36 @@ struct stage_costs {
         case op::backward_weight: return backward_weight;
         default: return 0.0;
         }
+    }
+
+    /// Whether any all-to-all is given (a NaN counts: the replay then refuses it).
+    [[nodiscard]] constexpr bool has_all_to_all() const noexcept {
+        return forward_dispatch != 0.0 || forward_combine != 0.0 || backward_dispatch != 0.0 ||
+               backward_combine != 0.0;
+    }
+
+    /// The all-to-all of `kind` run alone: dispatch + combine of an F, of a B or I; 0 for a W.
+    /// NaN when a part is negative or not finite, so that the replay refuses the action.
+    [[nodiscard]] constexpr double all_to_all(op kind) const noexcept {
+        const bool fwd = kind == op::forward;
+        if (!fwd && kind != op::backward && kind != op::backward_input) return 0.0;
+        const double dispatch = fwd ? forward_dispatch : backward_dispatch;
+        const double combine = fwd ? forward_combine : backward_combine;
+        const auto usable = [](double x) { return x >= 0.0 && x <= 1.7976931348623157e308; };
+        if (!usable(dispatch) || !usable(combine)) return std::numeric_limits<double>::quiet_NaN();
+        return dispatch + combine;
+    }
+
+    /// How long `kind` runs alone on this stage: compute + all-to-all, one after the other (0
+    /// for an op that is no computation). Without all-to-all, exactly the compute.
+    [[nodiscard]] constexpr double duration(op kind) const noexcept {
+        const double c = compute(kind);
+        if (!has_all_to_all()) return c;
+        const double a = all_to_all(kind);
+        // A NaN is returned as it is: arithmetic on it is no constant expression for clang.
+        if (a != a) return a;
+        if (c != c) return c;
+        return c + a;
     }
 
     /// Change of the rank's memory when `kind` runs on this stage: the memory rule above, the
@@ -90,6 +145,48 @@ struct stage_costs {
         }
     }
 };
+
+namespace detail {
+
+/// The pair model (docs/moe.md): an F on stage costs `f` and a backward `b_kind` (B or I) on
+/// stage costs `b` run as one computation whose sub-phases interleave on two resources, the
+/// compute stream and the expert-parallel link (one all-to-all at a time), in the order of
+/// DeepSeek-V3's DualPipe (report, figure 4) and Megatron-LM's combined 1F1B
+/// (TransformerLayerSchedulePlan.run in megatron/core/models/common/model_chunk_schedule_plan.py):
+///     compute: attention F | MLP B    | MLP F      | attention B
+///     link:    combine B   | dispatch F | dispatch B | combine F
+/// each sub-phase starting when its resource is free and its own chunk's previous sub-phase has
+/// ended (F: attention, dispatch, MLP, combine; B: combine, MLP, dispatch, attention). Compute
+/// is split by the F's stage's attention_share and slowed by its overlap_slowdown. Returns
+/// when the last sub-phase ends; NaN if a time, the share or the factor is not usable.
+[[nodiscard]] constexpr double overlapped_pair_time(const stage_costs& f, const stage_costs& b,
+                                                    op b_kind) noexcept {
+    const auto usable = [](double x) { return x >= 0.0 && x <= 1.7976931348623157e308; };
+    const double share = f.attention_share;
+    const double slow = f.overlap_slowdown;
+    const double cf = f.compute(op::forward);
+    const double cb = b.compute(b_kind);
+    const double df = f.forward_dispatch, xf = f.forward_combine; // x: combine
+    const double db = b.backward_dispatch, xb = b.backward_combine;
+    if (!(usable(cf) && usable(cb) && usable(df) && usable(xf) && usable(db) && usable(xb) && share >= 0.0 &&
+          share <= 1.0 && slow >= 1.0 && usable(slow))) {
+        return std::numeric_limits<double>::quiet_NaN();
+    }
+    const auto later = [](double x, double y) { return x > y ? x : y; };
+    const double attention_f = cf * share * slow, mlp_f = cf * (1.0 - share) * slow;
+    const double attention_b = cb * share * slow, mlp_b = cb * (1.0 - share) * slow;
+    const double combine_b_end = xb;                                   // link, from 0
+    const double attention_f_end = attention_f;                        // compute, from 0
+    const double mlp_b_end = later(attention_f_end, combine_b_end) + mlp_b;
+    const double dispatch_f_end = later(combine_b_end, attention_f_end) + df;
+    const double mlp_f_end = later(mlp_b_end, dispatch_f_end) + mlp_f;
+    const double dispatch_b_end = later(dispatch_f_end, mlp_b_end) + db;
+    const double attention_b_end = later(mlp_f_end, dispatch_b_end) + attention_b;
+    const double combine_f_end = later(dispatch_b_end, mlp_f_end) + xf;
+    return later(attention_b_end, combine_f_end);
+}
+
+} // namespace detail
 
 struct cost_model {
     stage_costs uniform{};                ///< costs of every stage...
@@ -109,10 +206,37 @@ struct cost_model {
     }
 
     /// Duration of an overlapped pair: the F's stage's overlapped_forward_backward if it is
-    /// set, else duration(f) + duration(b). A NaN is passed on, for the replay to refuse.
+    /// set (the user's number overrides any model); else, when either stage has all-to-all,
+    /// the pair model (detail::overlapped_pair_time); else duration(f) + duration(b), no
+    /// speed-up. A NaN is passed on, for the replay to refuse.
     [[nodiscard]] constexpr double overlapped(const action& f, const action& b) const noexcept {
-        const double fused = of_stage(f.stage).overlapped_forward_backward;
-        return fused >= 0.0 || fused != fused ? fused : duration(f) + duration(b);
+        const stage_costs& sf = of_stage(f.stage);
+        const double fused = sf.overlapped_forward_backward;
+        if (fused >= 0.0 || fused != fused) return fused;
+        const stage_costs& sb = of_stage(b.stage);
+        if (!sf.has_all_to_all() && !sb.has_all_to_all()) return duration(f) + duration(b);
+        return detail::overlapped_pair_time(sf, sb, b.kind);
+    }
+
+    /// Whether any stage's costs hold all-to-all (simulate then reports what is exposed).
+    [[nodiscard]] constexpr bool has_all_to_all() const noexcept {
+        if (uniform.has_all_to_all()) return true;
+        for (const stage_costs& c : per_stage)
+            if (c.has_all_to_all()) return true;
+        return false;
+    }
+
+    /// All-to-all time `a` adds when it runs alone: the whole of its all-to-all.
+    [[nodiscard]] constexpr double exposed_all_to_all(const action& a) const noexcept {
+        return of_stage(a.stage).all_to_all(a.kind);
+    }
+    /// All-to-all time the pair (f, b) adds beyond its compute: its duration less the compute
+    /// of both at full speed (what is not hidden, and the slowdown's cost), at least 0.
+    [[nodiscard]] constexpr double exposed_all_to_all(const action& f, const action& b) const noexcept {
+        const double pair = overlapped(f, b);
+        if (pair != pair) return pair; // no arithmetic on a NaN (clang's constant evaluation)
+        const double extra = pair - of_stage(f.stage).compute(f.kind) - of_stage(b.stage).compute(b.kind);
+        return extra > 0.0 ? extra : 0.0;
     }
 };
 

@@ -18,8 +18,10 @@
 // speed-up, as PyTorch's runtime, which runs the two one after the other unless the user
 // registers a fused function), and both results exist when it ends. DualPipe's bubble formula
 // writes this duration "F&B"; set stage_costs::overlapped_forward_backward to model a fused
-// implementation. The timeline sink receives both actions with the pair's start and end, the
-// F first with overlapped_with_next set. The F's activation is counted before the B frees one.
+// implementation; with expert-parallel all-to-all in the costs it is the pair model of
+// timing_model.hpp (docs/moe.md). The timeline sink receives both actions with the pair's start
+// and end, the F first with overlapped_with_next set. The F's activation is counted before the
+// B frees one. With all-to-all, each rank's exposed_all_to_all is summed after the replay.
 //
 // Memory model, in chunk activations: a unit's activation is allocated by its F and freed by
 // the end of its B, or, for a split backward, by its W. I frees nothing: the weight gradient
@@ -86,6 +88,10 @@ struct rank_summary {
     double peak_memory = 0.0;      ///< in the units of stage_costs::activation_memory
     double first_start = 0.0;
     double last_end = 0.0;
+    /// Expert-parallel all-to-all time the rank's actions add beyond their compute
+    /// (cost_model::exposed_all_to_all: the whole of it for a chunk alone, what the pair model
+    /// does not hide for an overlapped pair); 0 without all-to-all in the costs.
+    double exposed_all_to_all = 0.0;
 };
 
 struct simulation {
@@ -99,6 +105,9 @@ struct simulation {
     /// them back out of stage numbers.
     pipesched::shape shape{};
     stage_map stages{};
+    /// The costs held expert-parallel all-to-all (cost_model::has_all_to_all): the ranks'
+    /// exposed_all_to_all are set, and the tool's outputs show them.
+    bool all_to_all = false;
 
     constexpr explicit operator bool() const noexcept { return static_cast<bool>(check); }
     [[nodiscard]] constexpr std::uint32_t max_peak_activations() const noexcept {
@@ -521,6 +530,17 @@ private:
             return step_result::failed;
         }
         const double ready = ready_f > ready_b ? ready_f : ready_b;
+        // Each action's own cost must be usable, as when it runs alone: F + B with a negative B
+        // can be a usable sum, and which rank met the bad cost first would then depend on the
+        // order the ranks ran in (the first try's and the full path's verdicts must agree).
+        if (const double d = costs_.duration(f); !usable_cost(d)) {
+            fail(verdict_code::invalid_cost, r, index, f, d);
+            return step_result::failed;
+        }
+        if (const double d = costs_.duration(b); !usable_cost(d)) {
+            fail(verdict_code::invalid_cost, r, index + 1, b, d);
+            return step_result::failed;
+        }
         if (costs_.fill_with_weight && !fill_idle(r, st, ready)) return step_result::failed;
         const double start = start_time(ready, st.clock.free_at);
         const double duration = costs_.overlapped(f, b);
@@ -556,10 +576,41 @@ private:
 
 } // namespace detail
 
+namespace detail {
+/// Each rank's exposed all-to-all (rank_summary::exposed_all_to_all), summed over its order
+/// after the replay: an overlapped pair (a marker or a flagged F, then its B or I) adds what
+/// the pair model leaves exposed, any other action its whole all-to-all. A walk of its own
+/// keeps the replay's loops as they are for the costs without all-to-all.
+template <class Source>
+constexpr void add_exposed_all_to_all(const Source& src, const cost_model& costs, simulation& out) {
+    out.all_to_all = true;
+    for (std::uint32_t r = 0; r < out.ranks.size(); ++r) {
+        double exposed = 0.0;
+        for (auto c = src.cursor(r); !c.done(); c.advance()) {
+            action a = c.current();
+            const bool pair = a.kind == op::overlap_f_b || a.overlapped_with_next;
+            if (a.kind == op::overlap_f_b) {
+                c.advance();
+                a = c.current();
+            }
+            if (!pair) {
+                exposed += costs.exposed_all_to_all(a);
+                continue;
+            }
+            c.advance(); // the replay checked that the pair is whole
+            exposed += costs.exposed_all_to_all(a, c.current());
+        }
+        out.ranks[r].exposed_all_to_all = exposed;
+    }
+}
+} // namespace detail
+
 /// Replays any action source on a cost model, pushing every executed action with its times.
 template <action_source Source, timeline_sink Sink>
 [[nodiscard]] constexpr simulation simulate_actions(const Source& src, const cost_model& costs, Sink& sink) {
-    return detail::simulator<Source, Sink>{src, costs, sink}.run();
+    simulation out = detail::simulator<Source, Sink>{src, costs, sink}.run();
+    if (out && costs.has_all_to_all()) detail::add_exposed_all_to_all(src, costs, out);
+    return out;
 }
 
 /// Replays a policy; an iteration<P> has its own overload in simulate_iteration.hpp (with

@@ -82,6 +82,31 @@ private:
     }
 };
 
+/// PyTorch's `microbatches_per_round`, the group size when the caller gives none; equals
+/// Megatron's default p when p divides m.
+[[nodiscard]] constexpr std::uint32_t default_group_size(const shape& s) noexcept {
+    return s.microbatches / (s.microbatches / s.ranks > 1 ? s.microbatches / s.ranks : 1);
+}
+
+/// The shapes and group sizes g the interleaved 1F1B schedules accept: everything Megatron
+/// accepts (p <= g <= m, and m % g == 0 or m % g >= p) plus what PyTorch accepts beyond it
+/// (m < p with g = m); the message names the violated constraint.
+[[nodiscard]] constexpr shape_check check_grouped_shape(const shape& s, std::uint32_t g) noexcept {
+    if (const auto c = check_common(s); !c) return c;
+    const std::uint32_t p = s.ranks;
+    const std::uint32_t m = s.microbatches;
+    if (g > m) return {false, "group size must be at most microbatches (Megatron: p <= g <= m)"};
+    if (g < p && !(m < p && g == m)) {
+        return {false, "group size must be at least ranks (Megatron), or equal microbatches "
+                       "when microbatches < ranks (PyTorch)"};
+    }
+    if (m % g != 0 && m % g < p) {
+        return {false, "microbatches % group size must be 0 or at least ranks: the last group "
+                       "would be shorter than the pipeline (Megatron)"};
+    }
+    return shape_ok;
+}
+
 /// The unit streams of a policy that reads its units off a grouped table: the policy gives
 /// unit_table() (CRTP, like single_chunk_units for the one-chunk schedules).
 template <class Policy>

@@ -287,7 +287,9 @@ template <class Policy, class Streams>
     if constexpr (requires { pol.streams(0u); }) {
         return streams.unit_at(s, k);
     } else {
-        return s == 0 ? pol.forward_unit(k) : pol.backward_unit(k);
+        // Streams 1 and 2 are the backward units (B or I, and W); a slot without a stream (a
+        // pair's marker in the combined 1F1B schedules) has the unit (0, 0), as stream_set::next.
+        return s == 0 ? pol.forward_unit(k) : s < 3 ? pol.backward_unit(k) : unit{};
     }
 }
 

@@ -51,28 +51,13 @@ public:
 
     /// PyTorch's `microbatches_per_round`; equals p when p divides m.
     [[nodiscard]] static constexpr std::uint32_t default_group_size(const pipesched::shape& s) noexcept {
-        return s.microbatches / std::max(1u, s.microbatches / s.ranks);
+        return detail::default_group_size(s);
     }
     [[nodiscard]] constexpr std::uint32_t group() const noexcept {
         return group_size != 0 ? group_size : default_group_size(shape);
     }
 
-    [[nodiscard]] constexpr shape_check check() const noexcept {
-        if (const auto c = check_common(shape); !c) return c;
-        const std::uint32_t p = shape.ranks;
-        const std::uint32_t m = shape.microbatches;
-        const std::uint32_t g = group();
-        if (g > m) return {false, "group size must be at most microbatches (Megatron: p <= g <= m)"};
-        if (g < p && !(m < p && g == m)) {
-            return {false, "group size must be at least ranks (Megatron), or equal microbatches "
-                           "when microbatches < ranks (PyTorch)"};
-        }
-        if (m % g != 0 && m % g < p) {
-            return {false, "microbatches % group size must be 0 or at least ranks: the last group "
-                           "would be shorter than the pipeline (Megatron)"};
-        }
-        return shape_ok;
-    }
+    [[nodiscard]] constexpr shape_check check() const noexcept { return detail::check_grouped_shape(shape, group()); }
 
     [[nodiscard]] constexpr std::uint32_t units() const noexcept {
         return shape.microbatches * shape.chunks;
