@@ -77,7 +77,7 @@ pipesched_cli_test(plan_search_fixed_json ARGS plan --search --top 2 --format js
     STDOUT "^\\{\"model\":\"llama\",\"gpu\":\"h100\",\"gpus\":8,\"layouts\":[0-9]+,.*\"candidates\":\\[\\{\"tensor_parallel\":2,\"pipeline_parallel\":[0-9]+,\"data_parallel\":[0-9]+,\"context_parallel\":[0-9]+,\"expert_parallel\":1,\"micro_batch_size\":2,\"recompute\":\"[a-z]+\",.*\"schedule\":\\{\"name\":\"[^\"]+\",\"chunks\":[0-9]+,.*\"iteration_time_s\":[0-9.e-]+,.*\"peak_bytes\":[0-9.e+]+,.*\"runtimes\":\\[\"[a-z-]+\".*\"megatron_args\":\\[\"--tensor-model-parallel-size\",\"2\",.*\\},\\{\"tensor_parallel\":2,.*\\],\"pareto\":\\[\\{.*\\],\"advice\":\"[^\"]*\"\\}\n$")
 pipesched_cli_test(plan_search_megatron_runtime ARGS plan --search --top 2 --runtime megatron --no-autoschedule
     ${plan_search_8b} ${plan_search_args}
-    STDOUT "\n1  [^\n]* (1F1B|Interleaved1F1B v=[0-9]+) [^\n]*\n2  [^\n]* (1F1B|Interleaved1F1B v=[0-9]+) [^\n]*\n")
+    STDOUT "\n1  [^\n]* (1F1B|Interleaved1F1B v=[0-9]+|[a-z_]*combined_1f1b( v=[0-9]+)?) [^\n]*\n2  [^\n]* (1F1B|Interleaved1F1B v=[0-9]+|[a-z_]*combined_1f1b( v=[0-9]+)?) [^\n]*\n")
 # No layout fits: exit 1 with the closest miss.
 pipesched_cli_test(plan_search_nothing_fits ARGS plan --search --gpu-memory 10 --no-autoschedule ${plan_search_8b}
     ${plan_search_args} EXIT 1 STDOUT "\nno layout fits in 2\\.00 GiB per GPU; closest: [^\n]+ GiB over\\)\n$")

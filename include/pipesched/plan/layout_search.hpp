@@ -42,7 +42,8 @@ struct runtime_support {
     bool zero_bubble_fork = false;
 };
 
-/// Which runtimes ship `row`'s schedule. Searched orders run wherever an order can be loaded
+/// Which runtimes ship `row`'s schedule (a new catalog entry must be added here: the switch
+/// has no default, so the compiler names a missing one). Searched orders run wherever an order can be loaded
 /// as a list of actions: PyTorch's `_PipelineScheduleRuntime` reads the schedule CSV.
 [[nodiscard]] inline runtime_support runtimes_of(const schedule_report& row) noexcept {
     if (row.searched) return {false, true, false};
@@ -58,6 +59,10 @@ struct runtime_support {
     case schedule_id::dualpipe_v: return {false, true, false};
     case schedule_id::v_min: return {false, true, true};
     case schedule_id::v_half: return {false, true, true};
+    // Megatron-LM's --overlap-moe-expert-parallel-comm; PyTorch runs the pairs from the CSV's
+    // OVERLAP_F_B actions.
+    case schedule_id::combined_1f1b: return {true, true, false};
+    case schedule_id::interleaved_combined_1f1b: return {true, true, false};
     }
     return {};
 }
