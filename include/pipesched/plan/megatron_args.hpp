@@ -309,6 +309,12 @@ inline std::vector<bool> moe_pattern(std::string_view value, std::uint64_t layer
     require(t.seq_length > 0, "missing --seq-length");
     require(m.heads % t.tensor_parallel == 0, "--tensor-model-parallel-size " + std::to_string(t.tensor_parallel) +
                                                   " does not divide --num-attention-heads " + std::to_string(m.heads));
+    // Megatron splits the key/value heads (query groups) over TP too (attention.py divides
+    // num_query_groups by the TP size); MLA's latent K and V are not split by heads.
+    require(m.mla() || m.query_groups() % t.tensor_parallel == 0,
+            "--tensor-model-parallel-size " + std::to_string(t.tensor_parallel) + " does not divide --num-query-groups " +
+                std::to_string(m.query_groups()) + " (the key/value heads" +
+                (query_groups ? std::string{} : base ? std::string{", num_key_value_heads"} : std::string{}) + ")");
     require(t.seq_length % t.context_parallel == 0, "--context-parallel-size " + std::to_string(t.context_parallel) +
                                                         " does not divide --seq-length " + std::to_string(t.seq_length));
     if (t.sequence_parallel && t.tensor_parallel == 1) t.sequence_parallel = false; // Megatron turns it off too
@@ -327,6 +333,26 @@ inline std::vector<bool> moe_pattern(std::string_view value, std::uint64_t layer
     require(layout_ways <= 1, "--pipeline-model-parallel-layout, --decoder-first/last-pipeline-num-layers and "
                               "--account-for-embedding/loss-in-pipeline-split are exclusive");
     if (t.recompute == recompute_kind::selective) t.recompute_layers = 1;
+    if (t.virtual_stages > 1) {
+        // Megatron requires each rank's layers to divide into its virtual stages. A layout that
+        // fails even with one chunk is left for plan() to report under its own flag.
+        bool base_layout_ok = true;
+        try {
+            (void)stage_contents(m, t, 1);
+        } catch (const input_error&) {
+            base_layout_ok = false;
+        }
+        if (base_layout_ok) {
+            try {
+                (void)stage_contents(m, t, t.virtual_stages);
+            } catch (const input_error& e) {
+                throw input_error((layers_per_virtual ? "--num-layers-per-virtual-pipeline-stage "
+                                                      : "--num-virtual-stages-per-pipeline-rank ") +
+                                  std::to_string(layers_per_virtual ? *layers_per_virtual : t.virtual_stages) + ": " +
+                                  e.what());
+            }
+        }
+    }
     return out;
 }
 
