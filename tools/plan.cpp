@@ -66,7 +66,9 @@ double positive_flag(const parsed_args& args, std::string_view name, double fall
 
 /// plan()'s errors name the field at fault; the flag that set it is what the user typed.
 [[noreturn]] void fail_plan(const pl::input_error& e, const parsed_args& args) {
-    static constexpr std::array<std::pair<std::string_view, std::string_view>, 8> flags{{
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 10> flags{{
+        {"training_config.tensor_parallel", "--tensor-model-parallel-size"},
+        {"model_config.kv_heads", "--num-query-groups"},
         {"plan_options.measured", "--stage-times"},
         {"plan_options.efficiency", "--efficiency"},
         {"plan_options.memory_reserve_bytes", "--memory-reserve"},

@@ -309,12 +309,6 @@ inline std::vector<bool> moe_pattern(std::string_view value, std::uint64_t layer
     require(t.seq_length > 0, "missing --seq-length");
     require(m.heads % t.tensor_parallel == 0, "--tensor-model-parallel-size " + std::to_string(t.tensor_parallel) +
                                                   " does not divide --num-attention-heads " + std::to_string(m.heads));
-    // Megatron splits the key/value heads (query groups) over TP too (attention.py divides
-    // num_query_groups by the TP size); MLA's latent K and V are not split by heads.
-    require(m.mla() || m.query_groups() % t.tensor_parallel == 0,
-            "--tensor-model-parallel-size " + std::to_string(t.tensor_parallel) + " does not divide --num-query-groups " +
-                std::to_string(m.query_groups()) + " (the key/value heads" +
-                (query_groups ? std::string{} : base ? std::string{", num_key_value_heads"} : std::string{}) + ")");
     require(t.seq_length % t.context_parallel == 0, "--context-parallel-size " + std::to_string(t.context_parallel) +
                                                         " does not divide --seq-length " + std::to_string(t.seq_length));
     if (t.sequence_parallel && t.tensor_parallel == 1) t.sequence_parallel = false; // Megatron turns it off too

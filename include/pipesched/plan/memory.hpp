@@ -13,6 +13,8 @@
 //     QKV and MLP inputs 2h each, and the two dropout masks h each when dropout is on;
 //   split over TP ranks: Q, K, V (2 per element of each), the output projection's input, the
 //     MLP's up-projection output (twice as wide when gated) and its activation output;
+//   Gemma-2's norms after attention and after the MLP keep their inputs (2h each, like the
+//     other norm inputs), Qwen3's per-head norms the unnormalised Q and K (split over TP);
 //   eager attention only (not with FlashAttention, and not with selective recompute): the
 //     softmax output 2as and, with attention dropout, its mask and output 3as, split over TP.
 // With h = width of Q, K, V and a 4h GeLU MLP this is the paper's 34h + 5as (10h + 24h/t +

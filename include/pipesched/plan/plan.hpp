@@ -286,6 +286,12 @@ inline void check_options(const gpu_spec& g, const plan_options& o) {
         throw input_error("training_config.microbatches",
                           std::to_string(r.microbatches) + " microbatches: at most " + std::to_string(max_microbatches));
     check_options(g, o);
+    // Megatron splits the key/value heads (query groups) over TP as it splits the heads
+    // (attention.py divides num_query_groups by the TP size); MLA's latent K and V are not.
+    if (!m.mla() && m.query_groups() % t.tensor_parallel != 0)
+        throw input_error("training_config.tensor_parallel",
+                          std::to_string(t.tensor_parallel) + " does not divide model_config.kv_heads " +
+                              std::to_string(m.query_groups()) + " (the key/value heads, which tensor parallelism splits)");
     r.usable_bytes = g.memory_bytes - o.memory_reserve_bytes;
     const std::uint32_t m_count = static_cast<std::uint32_t>(r.microbatches);
 
