@@ -32,7 +32,7 @@ constexpr std::array<flag_spec, 13> plan_flags{{
     {"microbatches", "M", "microbatches per iteration, instead of global batch / (micro-batch x DP)", "", false},
     {"gpu-memory", "GIB", "GPU memory in GiB, instead of the preset's", "", false},
     {"gpu-tflops", "T", "peak dense BF16 TFLOP/s, instead of the preset's", "", false},
-    {"efficiency", "E", "fraction of the peak the layers reach, in (0, 1]", "0.5", false},
+    {"efficiency", "E", "fraction of the peak the layers reach, in [1e-6, 1]", "0.5", false},
     {"memory-reserve", "GIB", "GiB per GPU not available to the model (CUDA context, NCCL, fragmentation)", "8", false},
     {"stage-times", "FILE",
      "measured seconds per stage, one line per stage in model order (P lines, or P x V for V chunks): "
