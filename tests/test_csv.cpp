@@ -459,6 +459,11 @@ TEST_CASE("csv: infer_placement reports custom placements") {
     CHECK(g.layout == ps::inferred_placement::custom);
     CHECK(g.owners == std::vector<std::size_t>{ps::placement_guess::two_owners});
     CHECK(g.chunks == 0);
+    // A send naming microbatch 10, which no compute action has: the count is the compute
+    // actions' 2, what validate(compute_only(...)) checks (issue 31: it was 11).
+    g = guess("0F0,0SEND_F0,0SEND_F10,0F1,0SEND_F1,0B0,0B1\n1RECV_F0,1F0,1B0,1F1,1B1\n");
+    CHECK(g.microbatches == 2);
+    CHECK(g.layout == ps::inferred_placement::loop);
     // Stage 1 never runs.
     g = guess("0F0,0B0,2F0,2B0\n3F0,3B0\n");
     CHECK(g.layout == ps::inferred_placement::custom);
@@ -478,11 +483,12 @@ TEST_CASE("csv: infer_placement reports custom placements") {
     CHECK(g.layout == ps::inferred_placement::custom);
     CHECK(g.stages == 4294967296u);
     CHECK(g.owners.empty());
-    // Only communication: nothing to infer, but microbatches are counted.
+    // Only communication: nothing to infer, and no microbatch is computed (the count is the
+    // compute actions', what validation checks; it was 4 here before issue 31).
     g = guess("0SEND_F3,0UNSHARD\n");
     CHECK(g.layout == ps::inferred_placement::custom);
     CHECK(g.stages == 0);
-    CHECK(g.microbatches == 4);
+    CHECK(g.microbatches == 0);
     // One rank: loop (v_shape fits too).
     g = guess("0F0,1F0,1B0,0B0");
     CHECK(g.layout == ps::inferred_placement::loop);

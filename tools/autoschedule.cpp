@@ -1,5 +1,6 @@
 // pipesched autoschedule
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -51,6 +52,35 @@ struct request {
     pipesched::pipeline_memory memory{};
     pipesched::autoschedule_options options{};
 };
+
+/// Refuses costs whose total work overflows a double, as simulate refuses costs whose replay
+/// does: every microbatch's F, I and W on every stage and a p2p hop before each of its stages
+/// bound the span, so a finite total keeps the search's times and bubble finite. The message
+/// names the cost that overflowed (alone, or the first whose addition did).
+void require_finite_work(const request& req, bool per_stage_file) {
+    const double m = req.dims.microbatches;
+    const std::size_t stages = req.costs.per_stage.empty() ? req.dims.ranks : req.costs.per_stage.size();
+    std::array<double, 4> sums{}; // F, I, W, p2p over the whole iteration
+    for (std::size_t s = 0; s < stages; ++s) {
+        const pipesched::stage_times& t = req.costs.per_stage.empty() ? req.costs.uniform : req.costs.per_stage[s];
+        sums[0] += m * t.forward;
+        sums[1] += m * t.backward_input;
+        sums[2] += m * t.backward_weight;
+        sums[3] += 2.0 * m * req.costs.p2p;
+    }
+    constexpr std::array<std::string_view, 4> names{"F", "I", "W", "p2p"};
+    double total = 0.0;
+    for (std::size_t k = 0; k < sums.size(); ++k) {
+        total += sums[k];
+        if (std::isfinite(total))
+            continue;
+        const std::string flag = k < 3 && per_stage_file ? "--cost-per-stage" : "--cost";
+        fail(flag + ": the " + std::string{names[k]} + " costs" +
+             (std::isfinite(sums[k]) ? " with the costs before them" : std::string{}) + " add up beyond the largest " +
+             "finite time (about 1.8e308) over " + number_text(req.dims.microbatches) + " microbatches and " +
+             number_text(stages) + " stages; use smaller costs");
+    }
+}
 
 request read_request(const parsed_args& args) {
     request req{};
@@ -127,6 +157,7 @@ request read_request(const parsed_args& args) {
                  (req.options.chunks != 2 ? ", " + std::to_string(p * req.options.chunks) + " for the interleaved placement" : "") +
                  ")");
     }
+    require_finite_work(req, args.get("cost-per-stage").has_value());
     return req;
 }
 

@@ -572,6 +572,10 @@ int print_status(std::string_view text) {
     case pipesched::op::backward_weight: key = "W"; break;
     default: break;
     }
+    // An action whose start is not finite waited for an input whose arrival overflowed: the
+    // producer's end is finite (checked when it ran), so the p2p cost on top of it overflowed.
+    if (v.code == pipesched::verdict_code::time_overflow && !std::isfinite(v.cost))
+        key = "p2p";
     if (v.code == pipesched::verdict_code::time_overflow)
         fail("--cost: the " + key + " costs of " + std::string{schedule} +
              " add up beyond the largest finite time (about 1.8e308): " + pipesched::describe(v));

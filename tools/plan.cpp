@@ -1,7 +1,10 @@
 // pipesched plan
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,7 +33,7 @@ constexpr std::array<flag_spec, 18> plan_flags{{
     {"microbatches", "M", "microbatches per iteration, instead of global batch / (micro-batch x DP)", "", false},
     {"gpu-memory", "GIB", "GPU memory in GiB, instead of the preset's", "", false},
     {"gpu-tflops", "T", "peak dense BF16 TFLOP/s, instead of the preset's", "", false},
-    {"efficiency", "E", "fraction of the peak the layers reach, in (0, 1]", "0.5", false},
+    {"efficiency", "E", "fraction of the peak the layers reach, in [1e-6, 1]", "0.5", false},
     {"memory-reserve", "GIB", "GiB per GPU not available to the model (CUDA context, NCCL, fragmentation)", "8", false},
     {"stage-times", "FILE",
      "measured seconds per stage, one line per stage in model order (P lines, or P x V for V chunks): "
@@ -49,14 +52,52 @@ constexpr std::array<flag_spec, 18> plan_flags{{
     {"allow-cross-node-tp", "", "with --search: tensor-parallel groups may span nodes", "", false},
 }};
 
-double positive_flag(const parsed_args& args, std::string_view name, double fallback, double high) {
+std::string general(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+}
+
+/// A flag's number in [low, high] (low > 0): a denormal or 0 is refused rather than read as a
+/// GPU so slow or an efficiency so small that nothing could ever fit.
+double positive_flag(const parsed_args& args, std::string_view name, double fallback, double low, double high) {
     const auto text = args.get(name);
     if (!text)
         return fallback;
     const double x = read_nonnegative("--" + std::string{name}, *text);
-    if (!(x > 0.0) || x > high)
-        fail("--" + std::string{name} + " must be above 0 and at most " + fixed(high, 0) + ", got " + quoted(*text));
+    if (!(x >= low) || x > high)
+        fail("--" + std::string{name} + " must be at least " + general(low) + " and at most " + general(high) +
+             ", got " + quoted(*text));
     return x;
+}
+
+/// plan()'s errors name the field at fault; the flag that set it is what the user typed.
+[[noreturn]] void fail_plan(const pl::input_error& e, const parsed_args& args) {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 10> flags{{
+        {"training_config.tensor_parallel", "--tensor-model-parallel-size"},
+        {"model_config.kv_heads", "--num-query-groups"},
+        {"plan_options.measured", "--stage-times"},
+        {"plan_options.efficiency", "--efficiency"},
+        {"plan_options.memory_reserve_bytes", "--memory-reserve"},
+        {"gpu_spec.memory_bytes", "--gpu-memory"},
+        {"gpu_spec.peak_flops", "--gpu-tflops x --efficiency"},
+        {"training_config.global_batch", "--global-batch-size"},
+        {"training_config.microbatches", "--microbatches"},
+        {"training_config.layout", "--pipeline-model-parallel-layout"},
+    }};
+    for (const auto& [field, flag] : flags) {
+        if (e.field != field)
+            continue;
+        std::string detail = e.detail;
+        // The message's own field names become flags too.
+        for (const auto& [other, other_flag] : flags)
+            for (std::size_t at = detail.find(other); at != std::string::npos; at = detail.find(other, at))
+                detail.replace(at, other.size(), other_flag);
+        if (field == "gpu_spec.memory_bytes" && !args.get("gpu-memory"))
+            fail("--gpu " + std::string{args.get("gpu").value_or("h100")} + ": " + detail);
+        fail(std::string{flag} + ": " + detail);
+    }
+    fail(e.what());
 }
 
 std::vector<pl::stage_seconds> read_stage_times(std::string_view path) {
@@ -277,10 +318,10 @@ int run_plan(const parsed_args& args) {
         if (!preset)
             fail("--gpu: unknown GPU " + cli::quoted(gpu_name) + " (h100, h200, a100-80gb, a100-40gb, b200, mi300x)");
         pl::gpu_spec g = *preset;
-        g.memory_bytes = positive_flag(args, "gpu-memory", g.memory_bytes / pl::gib, 1e6) * pl::gib;
-        g.peak_flops = positive_flag(args, "gpu-tflops", g.peak_flops / 1e12, 1e9) * 1e12;
+        g.memory_bytes = positive_flag(args, "gpu-memory", g.memory_bytes / pl::gib, 1e-3, 1e6) * pl::gib;
+        g.peak_flops = positive_flag(args, "gpu-tflops", g.peak_flops / 1e12, 1e-3, 1e9) * 1e12;
         pl::plan_options o;
-        o.efficiency = positive_flag(args, "efficiency", o.efficiency, 1.0);
+        o.efficiency = positive_flag(args, "efficiency", o.efficiency, 1e-6, 1.0);
         if (const auto reserve = args.get("memory-reserve")) {
             o.memory_reserve_bytes = read_nonnegative("--memory-reserve", *reserve) * pl::gib;
             if (!(o.memory_reserve_bytes < g.memory_bytes))
@@ -344,7 +385,7 @@ int run_plan(const parsed_args& args) {
         const int status = finish_output(out);
         return status != exit_ok ? status : r.recommended ? exit_ok : 1;
     } catch (const pl::input_error& e) {
-        fail(e.what());
+        fail_plan(e, args);
     }
 }
 

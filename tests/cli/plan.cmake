@@ -47,8 +47,32 @@ pipesched_cli_error(plan_layers_not_divisible "--num-layers 32 is not divisible 
 pipesched_cli_error(plan_emit_unwritable "cannot write [^\n]*/no_such_folder/x[.]csv: No such file or directory"
     plan ${plan_8b} --emit csv --out "${CMAKE_CURRENT_BINARY_DIR}/no_such_folder/x.csv" ${plan_8b_args})
 pipesched_cli_error(plan_emit_without_out "--emit needs --out PATH" plan ${plan_8b} --emit csv ${plan_8b_args})
-pipesched_cli_error(plan_efficiency_range "--efficiency must be above 0 and at most 1"
+pipesched_cli_error(plan_efficiency_range "--efficiency must be at least 1e-06 and at most 1, got '1[.]5'"
     plan ${plan_8b} --efficiency 1.5 ${plan_8b_args})
+# Wrong input that once came out as "nothing fits" (exit 1) is exit 2 naming the flag (issue 32).
+pipesched_cli_error(plan_efficiency_denormal "--efficiency must be at least 1e-06 and at most 1, got '1e-310'"
+    plan ${plan_8b} --efficiency 1e-310 ${plan_8b_args})
+pipesched_cli_error(plan_memory_at_reserve "--gpu-memory: 8[.]00 GiB is not above the memory reserve of 8[.]00 GiB [(]--memory-reserve[)]"
+    plan ${plan_8b} --gpu-memory 8 ${plan_8b_args})
+file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_times_three.txt" CONTENT "F=1,B=2\nF=1,B=2\nF=1,B=2\n")
+pipesched_cli_error(plan_stage_times_count "--stage-times: times for 3 stages; give one per pipeline rank [(]4[)] or one per stage of a chunk count the layers allow [(]8, 16, 32[)]"
+    plan ${plan_8b} --stage-times "${CMAKE_CURRENT_BINARY_DIR}/plan_times_three.txt" ${plan_8b_args})
+file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_times_huge.txt" CONTENT "F=1e308,B=2\nF=1,B=2\nF=1,B=2\nF=1,B=2\n")
+pipesched_cli_error(plan_stage_times_overflow "--stage-times: the measured F times overflow: 16 microbatches through stages 0[.][.]0"
+    plan ${plan_8b} --stage-times "${CMAKE_CURRENT_BINARY_DIR}/plan_times_huge.txt" ${plan_8b_args})
+# Megatron refuses these, so plan does: TP 16 over 8 key/value heads, 3 virtual stages of 8 layers.
+pipesched_cli_error(plan_tp_kv_heads "--tensor-model-parallel-size: 16 does not divide --num-query-groups 8 [(]the key/value heads, which tensor parallelism splits[)]"
+    plan --model "${plan_data}/llama3_8b.json" --microbatches 8 -- --tensor-model-parallel-size 16 --seq-length 8192)
+pipesched_cli_error(plan_virtual_stages "--num-virtual-stages-per-pipeline-rank 3: rank 0's 8 layers do not divide into 3 chunks"
+    plan --model "${plan_data}/llama3_8b.json" --microbatches 8 -- --pipeline-model-parallel-size 4
+    --num-virtual-stages-per-pipeline-rank 3 --seq-length 8192)
+# A model type whose weights plan cannot count is refused, naming what it does not understand.
+file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_gpt_oss.json"
+    CONTENT "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 24, \"num_attention_heads\": 64,
+ \"num_key_value_heads\": 8, \"head_dim\": 64, \"vocab_size\": 201088, \"intermediate_size\": 2880,
+ \"num_local_experts\": 32, \"experts_per_token\": 4, \"swiglu_limit\": 7.0, \"attention_bias\": true}\n")
+pipesched_cli_error(plan_unknown_model_type "plan_gpt_oss[.]json:1:16: \"model_type\" \"gpt_oss\" is not supported [(]plan counts the weights of llama, [^)]*gemma2[^)]*[)]; keys plan does not understand: experts_per_token, swiglu_limit"
+    plan --model "${CMAKE_CURRENT_BINARY_DIR}/plan_gpt_oss.json" ${plan_8b_args})
 file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_missing_key.json"
     CONTENT "{\"model_type\": \"llama\",\n \"hidden_size\": 4096,\n \"num_hidden_layers\": 32}\n")
 pipesched_cli_error(plan_config_missing_key "plan_missing_key.json: missing key \"num_attention_heads\""

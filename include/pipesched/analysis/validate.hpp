@@ -566,6 +566,12 @@ namespace detail {
                std::to_string(v.index) + " costs " + detail::cost_text(v.cost) +
                "; costs and latencies must be finite and >= 0";
     case verdict_code::time_overflow:
+        // A start beyond a double comes from the input's arrival: its producer ended at a
+        // finite time (checked when it ran), so the p2p time added on top overflowed.
+        if (!(v.cost <= 1.7976931348623157e308))
+            return out + ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
+                   std::to_string(v.index) + " would start beyond the largest finite time (1.8e308): the p2p "
+                   "time added to its input's producer overflows a double";
         return out + ": " + text(v.subject) + " at rank " + std::to_string(v.rank) + " index " +
                std::to_string(v.index) + " starts at " + detail::cost_text(v.cost) +
                " and would end beyond the largest finite time (1.8e308): the " +

@@ -8,6 +8,7 @@
 // names its line and column (1-based, counted in bytes).
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,7 @@ struct value {
     std::vector<std::string> keys{};  ///< an object's member names, in file order (items[k] is keys[k]'s)
     std::uint32_t line = 1;
     std::uint32_t column = 1;
+    bool underflow = false;           ///< a nonzero number below the smallest double, read as 0
 
     /// The member named `key` of an object, or nullptr (also for anything but an object).
     [[nodiscard]] const value* find(std::string_view key) const noexcept;
@@ -63,6 +65,31 @@ struct parse_result {
 inline constexpr std::uint32_t max_depth = 64;
 
 namespace detail {
+
+/// Whether a JSON number that a double cannot hold is too small (underflow) rather than too
+/// large: its first nonzero digit's decimal place, shifted by the exponent, is negative. The
+/// exponent is read saturated, so any length of digits is fine.
+inline bool underflows(std::string_view number) noexcept {
+    const std::size_t e = number.find_first_of("eE");
+    const std::string_view mantissa = number.substr(0, e);
+    long long exponent = 0;
+    if (e != std::string_view::npos) {
+        std::size_t i = e + 1;
+        const bool negative = i < number.size() && number[i] == '-';
+        if (i < number.size() && (number[i] == '-' || number[i] == '+')) ++i;
+        for (; i < number.size(); ++i)
+            exponent = std::min<long long>(exponent * 10 + (number[i] - '0'), 1'000'000'000);
+        if (negative) exponent = -exponent;
+    }
+    // The place of the first nonzero digit: >= 0 in the integer part, < 0 after the point.
+    const std::size_t point = mantissa.find('.');
+    const std::size_t int_end = point == std::string_view::npos ? mantissa.size() : point;
+    const std::size_t first = mantissa.find_first_of("123456789");
+    if (first == std::string_view::npos) return true; // all zeros: cannot be out of range anyway
+    const long long place = first < int_end ? static_cast<long long>(int_end - first) - 1
+                                            : -static_cast<long long>(first - int_end);
+    return place + exponent < 0;
+}
 
 class reader {
   public:
@@ -315,11 +342,12 @@ class reader {
         double d = 0.0;
         const auto [end, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), d);
         if (ec == std::errc::result_out_of_range) {
-            // from_chars reports both overflow and underflow; only overflow is an error (a tiny
-            // value such as 1e-400 is read as 0, which is what it is to a double).
-            if (v.text.find_first_of("eE") != std::string::npos &&
-                v.text[v.text.find_first_of("eE") + 1] == '-') {
+            // from_chars reports both overflow and underflow; only overflow is an error here. A
+            // tiny value (1e-400, or 0.000...1 without an exponent) reads as 0 and is marked, so
+            // that a reader which uses the key can say it underflowed and name the key.
+            if (underflows(v.text)) {
                 v.number = 0.0;
+                v.underflow = true;
                 return true;
             }
             pos_ = start;

@@ -334,7 +334,9 @@ struct placement_guess {
     inferred_placement layout = inferred_placement::custom;
     std::size_t ranks = 0;          ///< lines of the file (ranks without actions included)
     std::uint64_t stages = 0;       ///< one past the largest stage of a compute action
-    /// One past the largest microbatch of any action that has one (saturating at 2^32-1).
+    /// One past the largest microbatch of a compute action (saturating at 2^32-1): the count
+    /// validate(compute_only(table)) checks, so that communication naming a microbatch no
+    /// compute action has does not add microbatches nothing computes.
     std::uint32_t microbatches = 0;
     std::uint32_t chunks = 0;       ///< stages / ranks, unless custom (then 0)
     static constexpr std::size_t no_owner = static_cast<std::size_t>(-1);
@@ -353,10 +355,8 @@ struct placement_guess {
     std::size_t compute_actions = 0;
     for (const auto& row : table.ranks) {
         for (const action& a : row) {
-            if (has_microbatch(a.kind) && a.microbatch >= g.microbatches) {
-                g.microbatches = a.microbatch == 0xFFFFFFFFu ? a.microbatch : a.microbatch + 1;
-            }
             if (!is_compute(a.kind)) continue;
+            if (a.microbatch >= g.microbatches) g.microbatches = a.microbatch == 0xFFFFFFFFu ? a.microbatch : a.microbatch + 1;
             ++compute_actions;
             if (std::uint64_t{a.stage} + 1 > g.stages) g.stages = std::uint64_t{a.stage} + 1;
         }

@@ -1,15 +1,19 @@
 // pipesched plan: a Hugging Face `config.json` read into a model_config.
 //
-// The keys of the Llama, Mistral, Qwen2/Qwen3, Mixtral, Qwen-MoE and DeepSeek-V2/V3 configs
-// (transformers' configuration_*.py); other model types are read with the Llama keys and say
-// so in `notes`. Strict: the document must be valid JSON (detail/json_reader.hpp), every key
-// this reader uses must have the right type and a value in range, and each error names the key
-// and its line and column.
+// The keys of the Llama, Mistral, Qwen2/Qwen3, Gemma/Gemma-2, Mixtral, Qwen-MoE and
+// DeepSeek-V2/V3 configs (transformers' configuration_*.py and modeling_*.py: which weights
+// each layer has). Any other `model_type`, or none, is refused with the keys this reader would
+// not understand: its weights cannot be counted as a Llama's (gpt-oss, read as one, came out as
+// a dense 3 B model). A key that changes the weights in some family this reader knows but not
+// in the config's own (experts in a Llama config, say) is refused too. Strict: the document
+// must be valid JSON (detail/json_reader.hpp), every key this reader uses must have the right
+// type and a value in range, and each error names the key and its line and column.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,7 +48,12 @@ class hf_reader {
 
     [[nodiscard]] const json::value* find(std::string_view key) const {
         const json::value* v = root_.find(key);
-        return v == nullptr || v->kind == json::value_kind::null ? nullptr : v;
+        if (v == nullptr || v->kind == json::value_kind::null) return nullptr;
+        if (v->underflow) {
+            const std::string shown = v->text.size() > 40 ? v->text.substr(0, 37) + "..." : v->text;
+            fail_at(*v, key, "underflows: " + shown + " is below the smallest double (about 4.9e-324)");
+        }
+        return v;
     }
 
     /// A whole number in [low, high]; `fallback` when absent (missing() when it is required).
@@ -94,6 +103,91 @@ class hf_reader {
 
 } // namespace detail
 
+namespace detail {
+
+/// The model types read_hf_config understands, in the order its errors list them.
+inline constexpr std::string_view hf_model_types[] = {"llama",     "mistral",     "qwen2",     "qwen3",
+                                                      "gemma",     "gemma2",      "mixtral",   "qwen2_moe",
+                                                      "qwen3_moe", "deepseek_v2", "deepseek_v3"};
+
+/// Keys that change a model's weights in the families above (experts, latent attention, MTP):
+/// refused in a config whose own family does not read them.
+inline constexpr std::string_view hf_family_keys[] = {
+    "num_local_experts", "num_experts",        "n_routed_experts",  "n_shared_experts", "num_experts_per_tok",
+    "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_sparse_step", "mlp_only_layers",
+    "first_k_dense_replace", "moe_layer_freq", "q_lora_rank",       "kv_lora_rank",     "qk_nope_head_dim",
+    "qk_rope_head_dim",  "v_head_dim",         "num_nextn_predict_layers"};
+
+/// Keys every family may carry that do not change the weights (positions, numerics, token ids,
+/// initialisation, attention windows and caps, the router's training options, bookkeeping): an
+/// unknown model type's keys outside these and the families' are the ones its error names.
+inline constexpr std::string_view hf_harmless_keys[] = {
+    "architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "use_cache", "bos_token_id",
+    "eos_token_id", "pad_token_id", "initializer_range", "max_position_embeddings", "rope_theta", "rope_scaling",
+    "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "pretraining_tp", "sliding_window", "use_sliding_window",
+    "max_window_layers", "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar",
+    "cache_implementation", "output_router_logits", "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob",
+    "aux_loss_alpha", "ep_size", "n_group", "topk_group", "topk_method", "routed_scaling_factor", "scoring_func",
+    "seq_aux", "rope_interleave", "layer_types", "quantization_config", "auto_map", "name_or_path"};
+
+/// Keys the families read in common.
+inline constexpr std::string_view hf_common_keys[] = {
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+    "intermediate_size", "tie_word_embeddings", "attention_bias", "mlp_bias", "attention_dropout", "hidden_dropout",
+    "hidden_act", "hidden_activation"};
+
+inline bool listed(std::span<const std::string_view> list, std::string_view key) {
+    return std::find(list.begin(), list.end(), key) != list.end();
+}
+
+/// The family-specific keys `type` reads (besides hf_common_keys).
+inline std::vector<std::string_view> hf_own_keys(std::string_view type) {
+    if (type == "mixtral") return {"num_local_experts", "num_experts_per_tok"};
+    if (type == "qwen2_moe" || type == "qwen3_moe")
+        return {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
+                "decoder_sparse_step", "mlp_only_layers"};
+    if (type == "deepseek_v2" || type == "deepseek_v3")
+        return {"n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts",
+                "first_k_dense_replace", "moe_layer_freq", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                "qk_rope_head_dim", "v_head_dim", "num_nextn_predict_layers"};
+    return {};
+}
+
+/// Refuses a config whose model_type is not one of hf_model_types (or is missing), naming the
+/// keys no family here reads; and a supported one that carries another family's weight keys.
+inline void check_hf_family(const json::value& root, const hf_reader& r, std::string_view type,
+                            std::string_view source) {
+    std::string supported;
+    for (const std::string_view t : hf_model_types) supported += (supported.empty() ? "" : ", ") + std::string{t};
+    if (!listed(hf_model_types, type)) {
+        std::string unknown;
+        std::size_t named = 0;
+        for (const std::string& key : root.keys) {
+            bool known = listed(hf_harmless_keys, key) || listed(hf_common_keys, key) || listed(hf_family_keys, key);
+            if (known || ++named > 12) continue;
+            unknown += (unknown.empty() ? "" : ", ") + key;
+        }
+        if (named > 12) unknown += ", and " + std::to_string(named - 12) + " more";
+        const std::string why = "(plan counts the weights of " + supported + ")" +
+                                (unknown.empty() ? std::string{} : "; keys plan does not understand: " + unknown);
+        if (const json::value* v = r.at("model_type"))
+            r.fail_at(*v, "model_type", "\"" + std::string{type} + "\" is not supported " + why);
+        throw input_error(std::string{source} + ": missing key \"model_type\" " + why);
+    }
+    const std::vector<std::string_view> own = hf_own_keys(type);
+    for (const std::string_view key : hf_family_keys) {
+        const json::value* v = r.at(key);
+        if (v == nullptr || listed(own, key)) continue;
+        std::string families;
+        for (const std::string_view t : hf_model_types)
+            if (listed(hf_own_keys(t), key)) families += (families.empty() ? "" : ", ") + std::string{t};
+        r.fail_at(*v, key, "changes the model's weights, and plan reads it only for " + families +
+                               ", not for model_type \"" + std::string{type} + "\"");
+    }
+}
+
+} // namespace detail
+
 /// Reads a config.json's text; `source` names it in errors ("config.json").
 [[nodiscard]] inline hf_model read_hf_config(std::string_view text, std::string_view source) {
     if (text.size() > max_config_bytes)
@@ -106,22 +200,21 @@ class hf_reader {
     hf_model out;
     model_config& m = out.model;
     const std::string type = r.text("model_type");
-    m.name = type.empty() ? std::string{"model"} : type;
+    detail::check_hf_family(root, r, type, source);
+    m.name = type;
     const bool deepseek = type == "deepseek_v3" || type == "deepseek_v2";
     const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";
     const bool mixtral = type == "mixtral";
-    const bool known = deepseek || qwen_moe || mixtral || type == "llama" || type == "mistral" || type == "qwen2" ||
-                       type == "qwen3";
-    if (!known)
-        out.notes.push_back("model_type \"" + type + "\" read with the Llama keys (hidden_size, num_hidden_layers, ...)");
+    const bool gemma = type == "gemma" || type == "gemma2";
 
     m.hidden = r.whole("hidden_size", 1, max_model_dimension, true);
     m.layers = r.whole("num_hidden_layers", 1, max_model_layers, true);
     m.heads = r.whole("num_attention_heads", 1, max_model_dimension, true);
     m.kv_heads = r.whole("num_key_value_heads", 1, m.heads, false, m.heads);
-    m.head_dim = r.whole("head_dim", 1, max_model_dimension, false, 0);
+    // Gemma's configuration defaults head_dim to 256 rather than hidden / heads.
+    m.head_dim = r.whole("head_dim", 1, max_model_dimension, false, gemma ? 256 : 0);
     m.vocab = r.whole("vocab_size", 1, max_model_vocab, true);
-    m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+    m.tied_embeddings = r.boolean("tie_word_embeddings", gemma); // Gemma ties by default
     m.attention_dropout = r.fraction("attention_dropout");
     m.hidden_dropout = r.fraction("hidden_dropout");
     if (m.heads % m.kv_heads != 0)
@@ -133,11 +226,15 @@ class hf_reader {
     m.qkv_bias = r.boolean("attention_bias", type == "qwen2" || type == "qwen2_moe");
     m.linear_bias = r.boolean("mlp_bias", false);
     if (m.linear_bias) m.qkv_bias = true;
-    if (const json::value* act = r.at("hidden_act"); act != nullptr && !known) {
-        if (act->kind != json::value_kind::string) r.fail_at(*act, "hidden_act", "must be a string");
-        m.gated_mlp = act->text == "silu" || act->text == "swiglu";
-    }
-
+    // Every family here gates its MLP (SwiGLU; Gemma's GeGLU): the activation's name does not
+    // change the weights.
+    (void)r.text("hidden_act");
+    (void)r.text("hidden_activation");
+    m.norms_per_layer = type == "gemma2" ? 4 : 2;
+    m.qk_norm = type == "qwen3" || type == "qwen3_moe";
+    if (type == "gemma2")
+        out.notes.push_back("gemma2: sliding-window layers and logit soft-capping are timed and sized as full "
+                            "attention and plain logits");
     // MoE.
     if (mixtral) {
         m.experts = r.whole("num_local_experts", 1, max_model_experts, true);
@@ -183,8 +280,6 @@ class hf_reader {
     } else {
         m.ffn_hidden = r.whole("intermediate_size", 1, max_model_dimension, true);
     }
-    if (r.at("layer_norm_epsilon") != nullptr && r.at("rms_norm_eps") == nullptr && !known)
-        m.norm = norm_kind::layer_norm;
     // Widths multiply: keep every weight matrix's size exact in a double.
     const double biggest = static_cast<double>(m.hidden) * static_cast<double>(std::max(m.vocab, m.ffn_hidden)) *
                            static_cast<double>(std::max<std::uint64_t>(1, m.experts)) *

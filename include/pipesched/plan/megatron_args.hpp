@@ -327,6 +327,26 @@ inline std::vector<bool> moe_pattern(std::string_view value, std::uint64_t layer
     require(layout_ways <= 1, "--pipeline-model-parallel-layout, --decoder-first/last-pipeline-num-layers and "
                               "--account-for-embedding/loss-in-pipeline-split are exclusive");
     if (t.recompute == recompute_kind::selective) t.recompute_layers = 1;
+    if (t.virtual_stages > 1) {
+        // Megatron requires each rank's layers to divide into its virtual stages. A layout that
+        // fails even with one chunk is left for plan() to report under its own flag.
+        bool base_layout_ok = true;
+        try {
+            (void)stage_contents(m, t, 1);
+        } catch (const input_error&) {
+            base_layout_ok = false;
+        }
+        if (base_layout_ok) {
+            try {
+                (void)stage_contents(m, t, t.virtual_stages);
+            } catch (const input_error& e) {
+                throw input_error((layers_per_virtual ? "--num-layers-per-virtual-pipeline-stage "
+                                                      : "--num-virtual-stages-per-pipeline-rank ") +
+                                  std::to_string(layers_per_virtual ? *layers_per_virtual : t.virtual_stages) + ": " +
+                                  e.what());
+            }
+        }
+    }
     return out;
 }
 

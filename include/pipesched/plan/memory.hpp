@@ -13,6 +13,8 @@
 //     QKV and MLP inputs 2h each, and the two dropout masks h each when dropout is on;
 //   split over TP ranks: Q, K, V (2 per element of each), the output projection's input, the
 //     MLP's up-projection output (twice as wide when gated) and its activation output;
+//   Gemma-2's norms after attention and after the MLP keep their inputs (2h each, like the
+//     other norm inputs), Qwen3's per-head norms the unnormalised Q and K (split over TP);
 //   eager attention only (not with FlashAttention, and not with selective recompute): the
 //     softmax output 2as and, with attention dropout, its mask and output 3as, split over TP.
 // With h = width of Q, K, V and a 4h GeLU MLP this is the paper's 34h + 5as (10h + 24h/t +
@@ -128,6 +130,10 @@ inline layer_token_bytes layer_bytes(const model_config& m, const training_confi
     // Attention block.
     b.kept += (4.0 * h + 2.0 * h + (dropout ? h : 0.0)) / sp; // norm inputs, QKV input, dropout mask
     b.kept += (2.0 * q + 2.0 * k + 2.0 * v + 2.0 * out) / tp;
+    if (m.qk_norm) b.kept += (2.0 * q + 2.0 * k) / tp; // the per-head norms' inputs
+    // Gemma-2's norms after attention and after the MLP keep their inputs, the outputs of the
+    // attention's and the MLP's last projections.
+    if (m.norms_per_layer > 2) b.kept += 2.0 * h * static_cast<double>(m.norms_per_layer - 2) / sp;
     if (m.mla()) b.kept += 4.0 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
     if (t.attention == attention_kind::eager && t.recompute != recompute_kind::selective) {
         const double a = static_cast<double>(m.heads);

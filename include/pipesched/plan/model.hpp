@@ -1,9 +1,11 @@
 // pipesched plan: a decoder-only transformer's shape, and what its layers hold.
 //
 // One struct covers the families users train with Megatron-LM or load from Hugging Face:
-// Llama / Mistral / Qwen2 (GQA attention, SwiGLU MLP, RMSNorm), Mixtral and Qwen-MoE (routed
-// experts, shared experts), DeepSeek-V3 (multi-latent attention, dense first layers, MTP), and
-// GPT-style models (LayerNorm, GeLU MLP, biases). Parameter counts follow the weights those
+// Llama / Mistral / Qwen2 / Qwen3 (GQA attention, SwiGLU MLP, RMSNorm; Qwen3's per-head norms on
+// Q and K), Gemma and Gemma-2 (gated GeLU MLP, head_dim apart from hidden / heads, Gemma-2's
+// norms after attention and after the MLP: four a layer), Mixtral and Qwen-MoE (routed experts,
+// shared experts), DeepSeek-V3 (multi-latent attention, dense first layers, MTP), and GPT-style
+// models (LayerNorm, GeLU MLP, biases). Parameter counts follow the weights those
 // models actually have; they are checked against published totals in tests/test_plan.cpp.
 #pragma once
 
@@ -32,8 +34,12 @@ struct model_config {
     std::uint64_t ffn_hidden = 0;      ///< dense MLP width
     std::uint64_t vocab = 0;           ///< vocabulary, as the embedding holds it (padded)
     bool tied_embeddings = false;      ///< the output layer shares the input embedding
-    bool gated_mlp = true;             ///< SwiGLU (3 matrices) rather than GeLU (2)
+    bool gated_mlp = true;             ///< SwiGLU or gated GeLU (3 matrices) rather than GeLU (2)
     norm_kind norm = norm_kind::rms_norm;
+    /// Norms of width h per layer: 2 (before attention, before the MLP), or 4 with Gemma-2's
+    /// norms after attention and after the MLP as well.
+    std::uint64_t norms_per_layer = 2;
+    bool qk_norm = false;              ///< a norm of width head_dim on each head's Q and K (Qwen3)
     bool qkv_bias = false;             ///< biases on Q, K, V (Qwen2; Megatron's default)
     bool linear_bias = false;          ///< biases on the output projection and the MLP
     double hidden_dropout = 0.0;       ///< > 0: dropout masks are kept (1 byte per element)
@@ -115,7 +121,8 @@ struct layer_parameters {
         if (m.qkv_bias) p.tensor_parallel += q + kv;
         if (m.linear_bias) p.replicated += h;
     }
-    p.replicated += 2.0 * norm * h; // before attention and before the MLP
+    p.replicated += static_cast<double>(m.norms_per_layer) * norm * h; // before (and after) attention and the MLP
+    if (m.qk_norm) p.replicated += 2.0 * norm * static_cast<double>(m.kv_channels());
     const double matrices = m.gated_mlp ? 3.0 : 2.0;
     const auto mlp = [&](double width) {
         double w = matrices * h * width;

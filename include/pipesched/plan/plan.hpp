@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -94,6 +95,7 @@ struct stage_model {
     std::vector<stage_parameters> held{}; ///< per rank: the parameters of its stages
     double p2p = 0.0;
     std::vector<stage_seconds> seconds{};
+    std::vector<stage_content> stages{}; ///< in model order
     bool usable = true;
     std::string note{};
 };
@@ -101,8 +103,9 @@ struct stage_model {
 inline stage_model build_stage_model(const model_config& m, const training_config& t, const gpu_spec& g,
                                      const plan_options& o, std::uint64_t v, placement layout) {
     const std::uint64_t p = t.pipeline_parallel;
-    const std::vector<stage_content> stages = stage_contents(m, t, v);
     stage_model sm;
+    sm.stages = stage_contents(m, t, v, layout);
+    const std::vector<stage_content>& stages = sm.stages;
     sm.costs.resize(stages.size());
     sm.seconds.resize(stages.size());
     sm.state_bytes.assign(p, 0.0);
@@ -114,7 +117,7 @@ inline stage_model build_stage_model(const model_config& m, const training_confi
     std::vector<double> working_set(p, 0.0);
     if (!o.measured.empty() && o.measured.size() != p && o.measured.size() != p * v) {
         sm.usable = false;
-        sm.note = "--stage-times has " + std::to_string(o.measured.size()) + " stages, not " + std::to_string(p) +
+        sm.note = "measured times for " + std::to_string(o.measured.size()) + " stages, not " + std::to_string(p) +
                   " or " + std::to_string(p * v);
     }
     const double rate = g.peak_flops * o.efficiency;
@@ -168,6 +171,47 @@ inline double exposed_tail_seconds(const training_config& t, const gpu_spec& g, 
     return grads + gather + 30.0 * sharded / g.memory_bandwidth;
 }
 
+/// Refuses costs whose replay could overflow a double: m microbatches through every stage, each
+/// action and each hop at most once on the critical path, must add up to a finite time. The
+/// message names the cost and the field it came from.
+inline void require_finite_work(const stage_model& sm, std::uint64_t microbatches, const plan_options& o) {
+    const bool measured = !o.measured.empty();
+    const std::string field = measured ? "plan_options.measured" : "gpu_spec.peak_flops";
+    const std::string source = measured ? "the measured " : "the stage times from the GPU's peak x efficiency: ";
+    double total = 0.0;
+    const double mb = static_cast<double>(microbatches);
+    for (std::size_t s = 0; s < sm.seconds.size(); ++s) {
+        const stage_seconds& x = sm.seconds[s];
+        const std::pair<const char*, double> parts[] = {
+            {"F", x.forward}, {"B", x.backward}, {"I", x.backward_input}, {"W", x.backward_weight}};
+        for (const auto& [name, value] : parts) {
+            if (!(value >= 0.0) || !std::isfinite(value))
+                throw input_error(field, source + name + " of stage " + std::to_string(s) + " is not a finite number");
+            total += mb * value;
+            if (!std::isfinite(total))
+                throw input_error(field, source + name + " times overflow: " + std::to_string(microbatches) +
+                                             " microbatches through stages 0.." + std::to_string(s) +
+                                             " add up beyond the largest double (about 1.8e308)");
+        }
+        total += 2.0 * mb * sm.p2p;
+        if (!std::isfinite(total))
+            throw input_error("gpu_spec", "the p2p transfer time (" + std::to_string(sm.p2p) + " s a hop) overflows over " +
+                                              std::to_string(microbatches) + " microbatches");
+    }
+}
+
+/// Whether a placement's stages give every rank the layers the per-rank table shows.
+inline bool same_layers_per_rank(const std::vector<stage_content>& stages, placement layout,
+                                 const std::vector<rank_report>& ranks) {
+    std::vector<std::uint64_t> layers(ranks.size(), 0);
+    const auto p = static_cast<std::uint32_t>(ranks.size());
+    for (std::size_t s = 0; s < stages.size(); ++s)
+        layers[locate_stage(layout, p, static_cast<std::uint32_t>(s)).rank] += stages[s].layers;
+    for (std::size_t k = 0; k < ranks.size(); ++k)
+        if (layers[k] != ranks[k].layers) return false;
+    return true;
+}
+
 inline std::string gib_text(double bytes) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f", bytes / gib);
@@ -205,6 +249,22 @@ struct stage_model_costs {
     return out;
 }
 
+/// Refuses a GPU or options plan() cannot answer for: what would come out as "nothing fits" or
+/// as times that are not numbers is wrong input, not a layout that is too big.
+inline void check_options(const gpu_spec& g, const plan_options& o) {
+    if (!(std::isnormal(o.efficiency) && o.efficiency > 0.0 && o.efficiency <= 1.0))
+        throw input_error("plan_options.efficiency", "must be a normal number in (0, 1], got " + std::to_string(o.efficiency));
+    if (!(std::isnormal(g.peak_flops) && g.peak_flops > 0.0))
+        throw input_error("gpu_spec.peak_flops", "must be a positive normal number");
+    if (!(std::isfinite(o.memory_reserve_bytes) && o.memory_reserve_bytes >= 0.0))
+        throw input_error("plan_options.memory_reserve_bytes", "must be a finite number of bytes, at least 0");
+    if (!(std::isfinite(g.memory_bytes) && g.memory_bytes > o.memory_reserve_bytes))
+        throw input_error("gpu_spec.memory_bytes",
+                          detail::gib_text(g.memory_bytes) + " GiB is not above the memory reserve of " +
+                              detail::gib_text(o.memory_reserve_bytes) +
+                              " GiB (plan_options.memory_reserve_bytes): nothing is left for the model");
+}
+
 /// `megatron_padded_vocab`: the vocabulary Megatron-LM's embedding would hold, for
 /// plan_result::megatron (0: model.vocab padded to a multiple of 128 x TP, Megatron's default).
 [[nodiscard]] inline plan_result plan(const model_config& m, const training_config& t, const gpu_spec& g,
@@ -217,13 +277,21 @@ struct stage_model_costs {
     } else {
         const std::uint64_t per_step = t.micro_batch * t.data_parallel;
         if (t.global_batch == 0 || t.global_batch % per_step != 0)
-            throw input_error("--global-batch-size " + std::to_string(t.global_batch) +
-                              " is not a multiple of --micro-batch-size x data-parallel size = " +
-                              std::to_string(per_step) + " (or give --microbatches)");
+            throw input_error("training_config.global_batch",
+                              std::to_string(t.global_batch) + " is not a multiple of micro_batch x data_parallel = " +
+                                  std::to_string(per_step) + " (or set training_config.microbatches)");
         r.microbatches = t.global_batch / per_step;
     }
     if (r.microbatches > max_microbatches)
-        throw input_error(std::to_string(r.microbatches) + " microbatches: at most " + std::to_string(max_microbatches));
+        throw input_error("training_config.microbatches",
+                          std::to_string(r.microbatches) + " microbatches: at most " + std::to_string(max_microbatches));
+    check_options(g, o);
+    // Megatron splits the key/value heads (query groups) over TP as it splits the heads
+    // (attention.py divides num_query_groups by the TP size); MLA's latent K and V are not.
+    if (!m.mla() && m.query_groups() % t.tensor_parallel != 0)
+        throw input_error("training_config.tensor_parallel",
+                          std::to_string(t.tensor_parallel) + " does not divide model_config.kv_heads " +
+                              std::to_string(m.query_groups()) + " (the key/value heads, which tensor parallelism splits)");
     r.usable_bytes = g.memory_bytes - o.memory_reserve_bytes;
     const std::uint32_t m_count = static_cast<std::uint32_t>(r.microbatches);
 
@@ -234,9 +302,33 @@ struct stage_model_costs {
         base_v = (static_cast<std::uint64_t>(std::count(unrolled.begin(), unrolled.end(), '|')) + 1) / p;
         if (base_v == 0) base_v = 1;
     }
+    // Megatron runs more than one chunk per rank only with pipelining (its virtual stages need
+    // a pipeline-parallel size above 1): with one rank, only one-chunk schedules are evaluated.
+    if (p == 1 && base_v > 1)
+        throw input_error("training_config.layout", "lists " + std::to_string(base_v) +
+                                                        " stages for one pipeline rank: more than one chunk per rank "
+                                                        "needs pipeline_parallel > 1");
+    const std::vector<std::uint32_t> legal_v = p > 1 ? legal_chunk_counts(m, t) : std::vector<std::uint32_t>{};
+    if (!o.measured.empty()) {
+        // One time per rank, or one per stage of a chunk count some schedule is evaluated at.
+        bool usable = o.measured.size() == p || o.measured.size() == p * base_v;
+        for (const std::uint32_t v : legal_v) usable = usable || (t.layout.empty() && o.measured.size() == p * v);
+        if (!usable) {
+            std::string counts;
+            if (!t.layout.empty()) counts = std::to_string(p * base_v);
+            else
+                for (const std::uint32_t v : legal_v) counts += (counts.empty() ? "" : ", ") + std::to_string(p * v);
+            throw input_error("plan_options.measured",
+                              "times for " + std::to_string(o.measured.size()) + " stages; give one per pipeline rank (" +
+                                  std::to_string(p) + ")" +
+                                  (counts.empty() ? std::string{}
+                                                  : " or one per stage of a chunk count the layers allow (" + counts + ")"));
+        }
+    }
     {
         const std::vector<stage_content> stages = stage_contents(m, t, base_v); // throws for a bad layout
         const detail::stage_model base = detail::build_stage_model(m, t, g, o, base_v, placement::loop);
+        detail::require_finite_work(base, r.microbatches, o);
         r.ranks.assign(p, rank_report{});
         for (std::size_t s = 0; s < stages.size(); ++s) {
             rank_report& rr = r.ranks[s % p];
@@ -273,11 +365,23 @@ struct stage_model_costs {
         row.fits = row.worst_bytes() <= r.usable_bytes;
     };
 
+    const std::string other_layers = "this placement would give the ranks other layers than the per-rank split "
+                                     "(a V puts the first and the last stage on rank 0): give an even split";
     for (const schedule_info& info : schedules) {
         std::vector<std::uint32_t> counts;
         if (!info.multi_chunk) counts = {1};
         else if (info.chunks == chunk_rule::two) counts = {2};
-        else counts = legal_chunk_counts(m, t);
+        else counts = legal_v;
+        if (info.multi_chunk && p == 1) {
+            schedule_report row;
+            row.name = std::string{display_name(info)};
+            row.id = info.id;
+            row.chunks = 2;
+            row.layout = info.layout;
+            row.note = "more than one chunk per rank needs pipeline_parallel > 1 (as Megatron's virtual stages do)";
+            r.schedules.push_back(std::move(row));
+            continue;
+        }
         if (!t.layout.empty()) {
             std::vector<std::uint32_t> keep;
             for (const std::uint32_t v : counts)
@@ -298,11 +402,16 @@ struct stage_model_costs {
                 r.schedules.push_back(std::move(row));
                 continue;
             }
+            if (sm.usable && !detail::same_layers_per_rank(sm.stages, info.layout, r.ranks)) {
+                sm.usable = false;
+                sm.note = other_layers;
+            }
             if (!sm.usable) {
                 row.note = sm.note;
                 r.schedules.push_back(std::move(row));
                 continue;
             }
+            detail::require_finite_work(sm, r.microbatches, o);
             schedule_options opt{};
             opt.shape = {static_cast<std::uint32_t>(p), m_count, v};
             with_any_schedule(info.id, opt, [&](const auto& pol) {
@@ -337,13 +446,18 @@ struct stage_model_costs {
                                      {search_placement::interleaved, 2, placement::loop, "autoschedule interleaved"}};
     for (const search_choice& c : o.autoschedule ? std::span<const search_choice>{choices} : std::span<const search_choice>{}) {
         if (c.v != base_v && !(base_v == 1 && c.v == 2 && t.layout.empty())) continue;
-        if (c.v == 2 && legal_chunk_counts(m, t, 2).empty()) continue;
+        if (c.v == 2 && (p == 1 || legal_chunk_counts(m, t, 2).empty())) continue;
         schedule_report row;
         row.name = c.label;
         row.searched = true;
         row.chunks = c.v;
         row.layout = c.layout;
-        const detail::stage_model sm = detail::build_stage_model(m, t, g, o, c.v, c.layout);
+        detail::stage_model sm = detail::build_stage_model(m, t, g, o, c.v, c.layout);
+        if (sm.usable && !detail::same_layers_per_rank(sm.stages, c.layout, r.ranks)) {
+            sm.usable = false;
+            sm.note = other_layers;
+        }
+        if (sm.usable) detail::require_finite_work(sm, r.microbatches, o);
         if (!sm.usable) {
             row.note = sm.note;
             r.schedules.push_back(std::move(row));
@@ -378,12 +492,27 @@ struct stage_model_costs {
         r.schedules.push_back(std::move(row));
     }
 
-    // Ranked: fitting first, then by iteration time; unevaluated last; ties keep catalog order.
+    // Ranked: fitting first, then by iteration time; unevaluated last. Times equal up to the
+    // rounding of their sums (a relative 1e-9: GPipe and 1F1B, say) rank by the worst rank's
+    // memory, so that the least memory is recommended among equally fast schedules; true ties
+    // keep catalog order.
     std::stable_sort(r.schedules.begin(), r.schedules.end(), [](const schedule_report& a, const schedule_report& b) {
         if (a.evaluated != b.evaluated) return a.evaluated;
         if (a.fits != b.fits) return a.fits;
         return a.iteration_seconds < b.iteration_seconds;
     });
+    for (std::size_t first = 0; first < r.schedules.size();) {
+        const schedule_report& lead = r.schedules[first];
+        std::size_t end = first + 1;
+        while (end < r.schedules.size() && lead.evaluated && r.schedules[end].evaluated &&
+               r.schedules[end].fits == lead.fits &&
+               r.schedules[end].iteration_seconds - lead.iteration_seconds <= 1e-9 * lead.iteration_seconds)
+            ++end;
+        std::stable_sort(r.schedules.begin() + static_cast<std::ptrdiff_t>(first),
+                         r.schedules.begin() + static_cast<std::ptrdiff_t>(end),
+                         [](const schedule_report& a, const schedule_report& b) { return a.worst_bytes() < b.worst_bytes(); });
+        first = end;
+    }
     if (!r.schedules.empty() && r.schedules.front().fits) r.recommended = 0;
     if (!r.recommended) {
         const schedule_report* closest = nullptr;

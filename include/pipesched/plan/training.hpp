@@ -17,13 +17,21 @@
 #include <utility>
 #include <vector>
 
+#include "../shape.hpp"
 #include "model.hpp"
 
 namespace pipesched::plan {
 
-/// Bad input to plan: the message names the flag, key or value at fault.
+/// Bad input to plan: the message names the key, flag or value at fault. The readers of
+/// config.json and of Megatron's launch line speak of their own keys and flags; plan() speaks
+/// of the model, training and option fields (`field`, such as "plan_options.measured"), which a
+/// front end maps to its own words (the tool to its flags) with `detail`.
 struct input_error : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
+    input_error(const std::string& field_name, const std::string& what_is_wrong)
+        : std::invalid_argument(field_name + ": " + what_is_wrong), field{field_name}, detail{what_is_wrong} {}
+    std::string field{};  ///< the struct field at fault, or empty when the message names a key or flag
+    std::string detail{}; ///< the message without the field's name
 };
 
 enum class recompute_kind : std::uint8_t { none, selective, full };
@@ -137,9 +145,12 @@ inline std::string unroll_layout(std::string_view text) {
 
 } // namespace detail
 
-/// The stages of a model in model order: p x v of them, each with its layers.
+/// The stages of a model in model order: p x v of them, each with its layers. A split given per
+/// rank (even, or the first and last ranks' counts) goes to the stages `layout` puts on each
+/// rank, so that every placement gives a rank the same layers; a layout string lists the stages
+/// themselves.
 [[nodiscard]] inline std::vector<stage_content> stage_contents(const model_config& m, const training_config& t,
-                                                             std::uint64_t v) {
+                                                             std::uint64_t v, placement layout = placement::loop) {
     const std::uint64_t p = t.pipeline_parallel;
     const std::uint64_t stages = p * v;
     std::vector<stage_content> out(stages, stage_content{});
@@ -227,8 +238,9 @@ inline std::string unroll_layout(std::string_view text) {
         if (per_rank[r] % v != 0)
             throw input_error("rank " + std::to_string(r) + "'s " + std::to_string(per_rank[r]) +
                               " layers do not divide into " + std::to_string(v) + " chunks");
-        for (std::uint64_t c = 0; c < v; ++c) out[c * p + r].layers = per_rank[r] / v;
     }
+    for (std::uint64_t s = 0; s < stages; ++s)
+        out[s].layers = per_rank[locate_stage(layout, static_cast<std::uint32_t>(p), static_cast<std::uint32_t>(s)).rank] / v;
     out.front().embedding = true;
     out.back().loss = true;
     if (t.account_for_embedding) {
