@@ -541,7 +541,13 @@ TEST_CASE("plan: a V placement puts the embedding and the loss on rank 0") {
     const pl::stage_model_costs loop = pl::stage_costs_for(a.model, a.training, g, {}, 2, pipesched::placement::loop);
     // Same stages in model order either way; the loss stage (3) costs more than a middle one.
     REQUIRE(v.per_stage.size() == 4);
-    for (std::size_t s = 0; s < 4; ++s) CHECK(v.per_stage[s].forward == loop.per_stage[s].forward);
+    for (std::size_t s = 0; s < 4; ++s) CHECK(v.per_stage[s].backward_weight == loop.per_stage[s].backward_weight);
+    // A stage waits for its send to a neighbour on another rank: in the V, stage 1 hands its
+    // activation to stage 2 on its own rank, so its F is shorter by exactly one transfer.
+    const double transfer = pl::p2p_transfer_seconds(a.model, a.training, g);
+    CHECK(transfer > 0.0);
+    CHECK(loop.per_stage[1].forward - v.per_stage[1].forward == doctest::Approx(transfer));
+    CHECK(loop.per_stage[0].forward == v.per_stage[0].forward);
     CHECK(v.per_stage[3].forward > v.per_stage[1].forward);
     CHECK(v.per_stage[3].activation_memory > v.per_stage[1].activation_memory);
     CHECK(pipesched::locate_stage(pipesched::placement::v_shape, 2, 3).rank == 0);
