@@ -417,19 +417,72 @@ TEST_CASE("plan: forward FLOPs are a third of Megatron-LM's count") {
     pl::stage_content all{32, 0, true, true, 0};
     const pl::stage_flops f = pl::flops_of_stage(m, t, all);
     CHECK(3.0 * (f.matrices + f.attention_core) * 2 * 2 == doctest::Approx(megatron).epsilon(1e-12));
-    // I carries the core attention's backward; B = I + W = 2F without recompute.
-    const pl::stage_seconds sec = pl::seconds_of(f, 1e15);
-    CHECK(sec.backward == doctest::Approx(2 * sec.forward));
-    CHECK(sec.backward_weight == doctest::Approx(f.matrices / 1e15));
-    // Full recompute runs each layer's forward again (not the output layer's).
+    // The selective recompute's FLOPs are the core attention's.
     const pl::stage_content layers_only{32, 0, false, false, 0};
-    const double plain = pl::seconds_of(pl::flops_of_stage(m, t, layers_only), 1e15).forward;
-    t.recompute = pl::recompute_kind::full;
-    CHECK(pl::seconds_of(pl::flops_of_stage(m, t, layers_only), 1e15).backward == doctest::Approx(3 * plain));
-    CHECK(pl::seconds_of(pl::flops_of_stage(m, t, all), 1e15).backward ==
-          doctest::Approx(2 * sec.forward + plain));
-    t.recompute = pl::recompute_kind::selective; // the core attention only
+    t.recompute = pl::recompute_kind::selective;
     CHECK(pl::flops_of_stage(m, t, layers_only).recomputed == doctest::Approx(f.attention_core));
+}
+
+TEST_CASE("plan: seconds from each operation: W is the weight-gradient GEMMs, recompute adds what it reruns") {
+    const pl::model_config m = config("llama3_8b.json");
+    const pl::gpu_spec g = *pl::find_gpu("h100");
+    pl::training_config t;
+    t.seq_length = 4096;
+    t.tensor_parallel = 2;
+    const pl::time_options o{};
+    // One GEMM by hand: 4096 x 6144 x 4096 (Llama-3-8B's QKV at TP 2) is aligned and fills
+    // 32 x 48 = 1536 tiles of 128 x 128, 11.6 waves of 132 SMs: 1536 / (12 x 132) of the wave.
+    const double flops = 2.0 * 4096 * 6144 * 4096;
+    const double fill = 1536.0 / (12.0 * 132.0);
+    const pl::pass_seconds qkv = pl::seconds_of(pl::operation{.name = "qkv", .m = 4096, .n = 6144, .k = 4096}, g, o);
+    CHECK(qkv.forward == doctest::Approx(flops / (989.5e12 * g.gemm_efficiency * fill) + g.kernel_overhead));
+    // dX (4096 x 4096 x 6144) fills 1024 tiles in 8 waves, dW (4096 x 6144 x 4096) as F.
+    CHECK(qkv.backward_input == doctest::Approx(flops / (989.5e12 * g.gemm_efficiency * (1024.0 / (8.0 * 132.0))) + g.kernel_overhead));
+    CHECK(qkv.backward_weight == doctest::Approx(qkv.forward));
+    // An unaligned width (SwiGLU's 8h/3 = 10922 at h = 4096) runs at the measured 0.685.
+    const pl::pass_seconds odd = pl::seconds_of(pl::operation{.name = "up", .m = 4096, .n = 10922, .k = 4096}, g, o);
+    const pl::pass_seconds even = pl::seconds_of(pl::operation{.name = "up", .m = 4096, .n = 10944, .k = 4096}, g, o);
+    CHECK(odd.forward > even.forward * 1.3);
+    // A GEMM without weights (attention's scores) has no W; its two backward GEMMs are in I.
+    const pl::pass_seconds scores =
+        pl::seconds_of(pl::operation{.name = "s", .m = 2048, .n = 2048, .k = 128, .count = 32, .weight = false}, g, o);
+    CHECK(scores.backward_weight == 0.0);
+    CHECK(scores.backward_input > scores.forward);
+    // A layer: W is its weight-gradient GEMMs only, so W < F < I; B = I + W.
+    const pl::stage_content one{1, 0, false, false, 0};
+    const pl::stage_seconds layer = pl::seconds_of_stage(m, t, one, g, o);
+    CHECK(layer.backward_weight < layer.forward);
+    CHECK(layer.backward_input > layer.forward);
+    CHECK(layer.backward == doctest::Approx(layer.backward_input + layer.backward_weight));
+    double w = 0.0;
+    for (const pl::operation& op : pl::layer_operations(m, t, false, g))
+        if (op.kind == pl::operation_kind::gemm && op.weight) w += pl::seconds_of(op, g, o).backward_weight;
+    CHECK(layer.backward_weight == doctest::Approx(w));
+    // The TP all-reduces: two in F, two in I, NVLink at 0.82 of 450 GB/s, 2(n-1)/n of 32 MiB.
+    const double ar = pl::collective_seconds(pl::collective_kind::all_reduce, 2.0 * 4096 * 4096, 2, pl::link_kind::nvlink, g);
+    CHECK(ar == doctest::Approx(2.0 * 0.5 * 2.0 * 4096 * 4096 / (450e9 * 0.82) + 2.0 * g.nvlink_latency));
+    t.tp_comm_overlap = true; // hidden behind the layer's GEMMs
+    const pl::stage_seconds hidden = pl::seconds_of_stage(m, t, one, g, o);
+    CHECK(hidden.forward == doctest::Approx(layer.forward - 2 * ar));
+    t.tp_comm_overlap = false;
+    // Full recompute adds exactly each layer's forward to I; selective the core attention's.
+    const pl::stage_content four{4, 0, false, false, 0};
+    const pl::stage_seconds plain = pl::seconds_of_stage(m, t, four, g, o);
+    t.recompute = pl::recompute_kind::full;
+    const pl::stage_seconds full = pl::seconds_of_stage(m, t, four, g, o);
+    CHECK(full.backward_input == doctest::Approx(plain.backward_input + plain.forward));
+    CHECK(full.backward_weight == plain.backward_weight);
+    t.recompute = pl::recompute_kind::selective;
+    double core = 0.0;
+    for (const pl::operation& op : pl::layer_operations(m, t, false, g))
+        if (op.core_attention) core += pl::seconds_of(op, g, o).forward;
+    CHECK(core > 0.0);
+    CHECK(pl::seconds_of_stage(m, t, four, g, o).backward_input == doctest::Approx(plain.backward_input + 4 * core));
+    // FP8 runs the GEMMs at the FP8 peak: a large GEMM twice as fast.
+    const pl::time_options fp8{1.0, true};
+    CHECK(pl::seconds_of(pl::operation{.name = "big", .m = 16384, .n = 16384, .k = 16384}, g, fp8).forward ==
+          doctest::Approx(pl::seconds_of(pl::operation{.name = "big", .m = 16384, .n = 16384, .k = 16384}, g, o).forward / 2)
+              .epsilon(1e-3));
 }
 
 TEST_CASE("plan: stage layouts by hand") {
@@ -576,7 +629,13 @@ TEST_CASE("plan: a V placement puts the embedding and the loss on rank 0") {
     const pl::stage_model_costs loop = pl::stage_costs_for(a.model, a.training, g, {}, 2, pipesched::placement::loop);
     // Same stages in model order either way; the loss stage (3) costs more than a middle one.
     REQUIRE(v.per_stage.size() == 4);
-    for (std::size_t s = 0; s < 4; ++s) CHECK(v.per_stage[s].forward == loop.per_stage[s].forward);
+    for (std::size_t s = 0; s < 4; ++s) CHECK(v.per_stage[s].backward_weight == loop.per_stage[s].backward_weight);
+    // A stage waits for its send to a neighbour on another rank: in the V, stage 1 hands its
+    // activation to stage 2 on its own rank, so its F is shorter by exactly one transfer.
+    const double transfer = pl::p2p_transfer_seconds(a.model, a.training, g);
+    CHECK(transfer > 0.0);
+    CHECK(loop.per_stage[1].forward - v.per_stage[1].forward == doctest::Approx(transfer));
+    CHECK(loop.per_stage[0].forward == v.per_stage[0].forward);
     CHECK(v.per_stage[3].forward > v.per_stage[1].forward);
     CHECK(v.per_stage[3].activation_memory > v.per_stage[1].activation_memory);
     CHECK(pipesched::locate_stage(pipesched::placement::v_shape, 2, 3).rank == 0);

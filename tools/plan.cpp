@@ -25,15 +25,18 @@ namespace {
 
 namespace pl = pipesched::plan;
 
-constexpr std::array<flag_spec, 18> plan_flags{{
+constexpr std::array<flag_spec, 21> plan_flags{{
     {"model", "FILE", "a Hugging Face config.json (the model's shape; Megatron arguments after -- override it)", "",
      false},
-    {"gpu", "NAME", "h100, h200, a100-80gb, a100-40gb, b200 or mi300x", "h100", false},
+    {"gpu", "NAME", "h100, h200, h800, a100-80gb, a100-40gb, b200 or mi300x", "h100", false},
     {"gpus", "N", "world size: data-parallel size = N / (TP x PP x CP)", "TP x PP x CP", false},
     {"microbatches", "M", "microbatches per iteration, instead of global batch / (micro-batch x DP)", "", false},
     {"gpu-memory", "GIB", "GPU memory in GiB, instead of the preset's", "", false},
     {"gpu-tflops", "T", "peak dense BF16 TFLOP/s, instead of the preset's", "", false},
-    {"efficiency", "E", "fraction of the peak the layers reach, in [1e-6, 1]", "0.5", false},
+    {"efficiency", "E", "fraction of the peak the GEMMs reach at their best shape, in [1e-6, 1]", "the GPU's", false},
+    {"gpus-per-node", "N", "GPUs per node (NVLink domain); must divide --gpus", "8", false},
+    {"nvlink-gbytes", "GB/s", "NVLink bandwidth per GPU, one direction", "the GPU's", false},
+    {"nic-gbits", "Gb/s", "network bandwidth per GPU (its NIC), one direction", "the GPU's", false},
     {"memory-reserve", "GIB", "GiB per GPU not available to the model (CUDA context, NCCL, fragmentation)", "8", false},
     {"stage-times", "FILE",
      "measured seconds per stage, one line per stage in model order (P lines, or P x V for V chunks): "
@@ -162,8 +165,8 @@ void append_text_report(std::string& s, const pl::model_config& m, const pl::tra
     if (r.parameters.active < r.parameters.total())
         s += ", " + billions(r.parameters.active) + " active";
     s += ", " + number_text(m.layers) + " layers\n";
-    s += "gpu " + std::string{g.name} + ": " + fixed(g.peak_flops / 1e12, 1) + " TFLOP/s x " + fixed(o.efficiency, 2) +
-         ", " + gib(g.memory_bytes) + " GiB less " + gib(o.memory_reserve_bytes) + " GiB reserve = " +
+    s += "gpu " + std::string{g.name} + ": " + fixed(g.peak_flops / 1e12, 1) + " TFLOP/s, GEMMs at most x " +
+         fixed(o.efficiency > 0.0 ? o.efficiency : g.gemm_efficiency, 2) + ", " + gib(g.memory_bytes) + " GiB less " + gib(o.memory_reserve_bytes) + " GiB reserve = " +
          gib(r.usable_bytes) + " GiB for the model\n";
     s += "parallel: TP " + number_text(t.tensor_parallel) + ", PP " + number_text(t.pipeline_parallel) + ", DP " +
          number_text(t.data_parallel) + ", CP " + number_text(t.context_parallel);
@@ -316,12 +319,23 @@ int run_plan(const parsed_args& args) {
         const std::string gpu_name{args.get("gpu").value_or("h100")};
         const std::optional<pl::gpu_spec> preset = pl::find_gpu(gpu_name);
         if (!preset)
-            fail("--gpu: unknown GPU " + cli::quoted(gpu_name) + " (h100, h200, a100-80gb, a100-40gb, b200, mi300x)");
+            fail("--gpu: unknown GPU " + cli::quoted(gpu_name) + " (h100, h200, h800, a100-80gb, a100-40gb, b200, mi300x)");
         pl::gpu_spec g = *preset;
         g.memory_bytes = positive_flag(args, "gpu-memory", g.memory_bytes / pl::gib, 1e-3, 1e6) * pl::gib;
         g.peak_flops = positive_flag(args, "gpu-tflops", g.peak_flops / 1e12, 1e-3, 1e9) * 1e12;
+        g.nvlink_bandwidth = positive_flag(args, "nvlink-gbytes", g.nvlink_bandwidth / 1e9, 1e-3, 1e6) * 1e9;
+        g.network_bandwidth = positive_flag(args, "nic-gbits", g.network_bandwidth * 8 / 1e9, 1e-3, 1e7) * 1e9 / 8;
+        if (const auto per_node = args.count("gpus-per-node")) {
+            if (*per_node == 0 || *per_node > 65536)
+                fail("--gpus-per-node must be in 1..65536, got " + number_text(*per_node));
+            if (t.world() % *per_node != 0 && *per_node % t.world() != 0)
+                fail("--gpus-per-node " + number_text(*per_node) + " does not divide the " + number_text(t.world()) +
+                     " GPUs");
+            g.gpus_per_node = static_cast<std::uint32_t>(*per_node);
+        }
         pl::plan_options o;
-        o.efficiency = positive_flag(args, "efficiency", o.efficiency, 1e-6, 1.0);
+        if (args.get("efficiency"))
+            o.efficiency = positive_flag(args, "efficiency", 1.0, 1e-6, 1.0);
         if (const auto reserve = args.get("memory-reserve")) {
             o.memory_reserve_bytes = read_nonnegative("--memory-reserve", *reserve) * pl::gib;
             if (!(o.memory_reserve_bytes < g.memory_bytes))
@@ -395,7 +409,8 @@ const command_spec plan_command{
     "plan", "every schedule in seconds and bytes for a real model and GPU, and the one that fits",
     "Reads a model (a Hugging Face config.json with --model, Megatron-LM launch arguments after\n"
     "--, or both: the arguments override the config) and a GPU, computes per-stage seconds\n"
-    "(Megatron's FLOPs count over the GPU's peak times --efficiency) and bytes (weights,\n"
+    "(each operation's time on the GPU and its links: GEMMs by shape, attention, memory-bound\n"
+    "kernels, tensor/context/expert-parallel collectives) and bytes (weights,\n"
     "gradients and optimizer states; activations per microbatch from Korthikanti et al.), replays\n"
     "every schedule and the auto-scheduler with them, and prints the ranking and the fastest\n"
     "schedule that fits. Megatron arguments that change nothing here are listed as ignored.\n"

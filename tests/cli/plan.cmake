@@ -25,13 +25,15 @@ pipesched_cli_test(plan_emit_csv ARGS plan ${plan_8b} --emit csv --out "${CMAKE_
     ${plan_8b_args} STDOUT "\nwrote 1 file: [^\n]*plan_emit\\.csv\n")
 pipesched_cli_test(plan_emit_chakra ARGS plan ${plan_8b} --emit chakra --out "${CMAKE_CURRENT_BINARY_DIR}/plan_emit"
     ${plan_8b_args} STDOUT "\nwrote 4 files: [^\n]*plan_emit\\.0\\.et \\.\\.\\. [^\n]*plan_emit\\.3\\.et\n")
-# Measured stage times replace the FLOPs model. 1F1B by hand: (m - 1) x (F + B of the slowest
-# stage) + every stage's F + B = 15 x 36 + 126 = 666 ms, plus six p2p hops of 33.5 MB over
-# NVLink (0.45 ms) and the optimizer step, 30 bytes x 1.14 B parameters at 3.35 TB/s (10.2 ms).
+# Measured stage times replace the operation model; the transfers stay. 1F1B by hand: each
+# stage but the last waits 0.091 ms after its F for the send of 33.5 MB over NVLink (450 GB/s x
+# 0.82), each but the first as long after its B: (m - 1) x (F + B of the slowest stage) + every
+# stage's F + B = 15 x 36.09 + 126.54 = 667.9 ms, plus six 30 us latencies between ranks and
+# the optimizer step, 30 bytes x 1.14 B parameters at 0.65 x 3.35 TB/s (15.7 ms): 683.8 ms.
 file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_times.txt"
     CONTENT "# one line per stage\nF=0.010,B=0.020\nF=0.010,I=0.010,W=0.010\nF=0.010,B=0.020\nF=0.012,B=0.024 # loss\n")
 pipesched_cli_test(plan_stage_times ARGS plan ${plan_8b} --stage-times "${CMAKE_CURRENT_BINARY_DIR}/plan_times.txt"
-    --no-autoschedule ${plan_8b_args} STDOUT "\n1F1B +0\\.67[67] s ")
+    --no-autoschedule ${plan_8b_args} STDOUT "\n1F1B +0\\.68[34] s ")
 
 # Bad input: exit 2, one line naming the problem.
 pipesched_cli_error(plan_nothing_given "plan needs --model config.json" plan)
@@ -124,3 +126,16 @@ add_test(NAME cli.doc_output_plan
     COMMAND "${CMAKE_COMMAND}" "-DTOOL=$<TARGET_FILE:pipesched_cli>" "-DPAGE=${PROJECT_SOURCE_DIR}/docs/plan.md"
             "-DROOT=${PROJECT_SOURCE_DIR}" -P "${PROJECT_SOURCE_DIR}/tests/check_doc_output.cmake")
 set_tests_properties(cli.doc_output_plan PROPERTIES LABELS cli)
+# The cluster's links: new flags, the h800 preset, and bad values naming the flag.
+pipesched_cli_test(plan_h800_links ARGS plan ${plan_8b} --gpu h800 --gpus-per-node 4 --nvlink-gbytes 200
+    --nic-gbits 100 ${plan_8b_args} --fp8-format hybrid --optimizer sgd --grad-reduce-in-bf16 --tp-comm-overlap
+    STDOUT "^model llama: [^\n]*\ngpu h800: 989\\.5 TFLOP/s, [^\n]*\n.*recommended: ")
+pipesched_cli_error(plan_nvlink_zero "--nvlink-gbytes must be above 0" plan ${plan_8b} --nvlink-gbytes 0 ${plan_8b_args})
+pipesched_cli_error(plan_nic_negative "--nic-gbits needs a finite number >= 0, got .-400." plan ${plan_8b} --nic-gbits -400 ${plan_8b_args})
+pipesched_cli_error(plan_gpus_per_node_divides "--gpus-per-node 3 does not divide the 8 GPUs"
+    plan ${plan_8b} --gpus-per-node 3 ${plan_8b_args})
+pipesched_cli_error(plan_gpus_per_node_zero "--gpus-per-node" plan ${plan_8b} --gpus-per-node 0 ${plan_8b_args})
+pipesched_cli_error(plan_fp8_format "--fp8-format: expected hybrid or e4m3, got 'e5m2'"
+    plan ${plan_8b} ${plan_8b_args} --fp8-format e5m2)
+pipesched_cli_error(plan_optimizer "--optimizer: expected adam or sgd, got 'lamb'"
+    plan ${plan_8b} ${plan_8b_args} --optimizer lamb)

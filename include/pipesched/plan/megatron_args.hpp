@@ -234,6 +234,10 @@ inline std::vector<bool> moe_pattern(std::string_view value, std::uint64_t layer
         else if (flag == "--attention-dropout") m.attention_dropout = fraction_flag(flag, value());
         else if (flag == "--overlap-grad-reduce") t.overlap_grad_reduce = switch_flag();
         else if (flag == "--overlap-param-gather") t.overlap_param_gather = switch_flag();
+        else if (flag == "--tp-comm-overlap") t.tp_comm_overlap = switch_flag();
+        else if (flag == "--grad-reduce-in-bf16") t.grad_reduce_bf16 = switch_flag();
+        else if (flag == "--fp8-format") t.fp8 = choice("hybrid", fp8_kind::hybrid, "e4m3", fp8_kind::e4m3);
+        else if (flag == "--optimizer") t.optimizer = choice("adam", optimizer_kind::adam, "sgd", optimizer_kind::sgd);
         else if (flag == "--multi-latent-attention") (void)switch_flag();
         else if (flag == "--q-lora-rank") m.q_lora_rank = w(1, dim);
         else if (flag == "--kv-lora-rank") m.kv_lora_rank = w(1, dim);

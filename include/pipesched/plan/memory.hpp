@@ -3,7 +3,8 @@
 // Weights, gradients and optimizer states: mixed-precision Adam keeps a bf16 (or fp16) weight,
 // an fp32 main gradient, an fp32 master weight and two fp32 Adam moments, 2 + 4 + 12 = 18 bytes
 // per parameter; the distributed optimizer shards the 12 over the data-parallel group (6 + 12/DP,
-// Megatron-LM's docs/.../dist_optimizer.md); fp32 training keeps 4 + 4 + 8 (8 sharded). Routed
+// Megatron-LM's docs/.../dist_optimizer.md); fp32 training keeps 4 + 4 + 8 (8 sharded); SGD with
+// momentum keeps one moment where Adam keeps two (14 bytes, 6 + 8/DP; fp32 12). Routed
 // experts are sharded over the expert data-parallel group, world / (expert TP x EP x PP).
 //
 // Activations follow Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
@@ -84,7 +85,9 @@ struct stage_parameters {
 /// over `dp` ranks with the distributed optimizer.
 [[nodiscard]] inline double state_bytes_per_parameter(const training_config& t, double dp) {
     const double weight_and_grad = t.dtype == precision::fp32 ? 8.0 : 6.0;
-    const double optimizer = t.dtype == precision::fp32 ? 8.0 : 12.0;
+    // Adam: (master weight and) two moments; SGD with momentum: one moment.
+    const double moments = t.optimizer == optimizer_kind::sgd ? 4.0 : 8.0;
+    const double optimizer = t.dtype == precision::fp32 ? moments : 4.0 + moments;
     return weight_and_grad + (t.distributed_optimizer ? optimizer / dp : optimizer);
 }
 

@@ -30,13 +30,16 @@
 #include "megatron_theoretical.hpp"
 #include "memory.hpp"
 #include "model.hpp"
+#include "operations.hpp"
 #include "timing.hpp"
 #include "training.hpp"
 
 namespace pipesched::plan {
 
 struct plan_options {
-    double efficiency = 0.5;              ///< fraction of the GPU's peak the layers reach
+    /// Fraction of the GPU's peak the GEMMs reach at their best shape, instead of the GPU
+    /// table's gemm_efficiency (0: the table's); smaller shapes lose from there as before.
+    double efficiency = 0.0;
     double memory_reserve_bytes = 8 * gib; ///< not available to the model (context, NCCL, fragmentation)
     /// Measured times per stage in model order, replacing the FLOPs model: p entries (one per
     /// rank, split evenly over a multi-chunk schedule's chunks) or p x v for schedules with v chunks.
@@ -120,7 +123,10 @@ inline stage_model build_stage_model(const model_config& m, const training_confi
         sm.note = "measured times for " + std::to_string(o.measured.size()) + " stages, not " + std::to_string(p) +
                   " or " + std::to_string(p * v);
     }
-    const double rate = g.peak_flops * o.efficiency;
+    time_options to;
+    to.gemm_scale = o.efficiency > 0.0 ? o.efficiency / g.gemm_efficiency : 1.0;
+    to.fp8 = t.fp8 != fp8_kind::none;
+    const double transfer = p > 1 ? p2p_transfer_seconds(m, t, g) : 0.0;
     for (std::size_t s = 0; s < stages.size(); ++s) {
         const std::uint32_t r = sm.rank[s];
         const stage_parameters params = parameters_of_stage(m, t, stages[s], output_copy_needed);
@@ -129,7 +135,7 @@ inline stage_model build_stage_model(const model_config& m, const training_confi
         sm.held[r].expert += params.expert;
         const stage_activation act = activation_of_stage(m, t, stages[s]);
         working_set[r] = std::max(working_set[r], act.recompute_working_set);
-        stage_seconds sec = seconds_of(flops_of_stage(m, t, stages[s]), rate);
+        stage_seconds sec = seconds_of_stage(m, t, stages[s], g, to);
         if (sm.usable && !o.measured.empty()) {
             if (o.measured.size() == p * v) {
                 sec = o.measured[s];
@@ -140,35 +146,80 @@ inline stage_model build_stage_model(const model_config& m, const training_confi
             }
         }
         sm.seconds[s] = sec;
-        sm.costs[s] = {sec.forward, sec.backward, sec.backward_input, sec.backward_weight, -1.0, act.activation,
-                       act.weight};
+        // Megatron waits for a pass's sends before the next compute: a stage whose neighbour is
+        // on another rank spends the transfer after its F (and after its B or I).
+        const bool sends_forward = s + 1 < stages.size() && sm.rank[s + 1] != r;
+        const bool sends_backward = s > 0 && sm.rank[s - 1] != r;
+        const double forward_send = sends_forward ? transfer : 0.0;
+        const double backward_send = sends_backward ? transfer : 0.0;
+        sm.costs[s] = {sec.forward + forward_send, sec.backward + backward_send, sec.backward_input + backward_send,
+                       sec.backward_weight, -1.0, act.activation, act.weight};
     }
     for (std::uint64_t r = 0; r < p; ++r) sm.state_bytes[r] += working_set[r];
-    sm.p2p = p > 1 ? p2p_seconds(m, t, g) : 0.0;
+    sm.p2p = p > 1 ? g.p2p_latency : 0.0;
     return sm;
 }
 
+/// Seconds of one data-parallel gradient reduction or parameter gather of `params` parameters
+/// of `bytes` each over a group of `n` ranks `stride` apart, in Megatron's buckets (40 M
+/// parameters, megatron/core/distributed/distributed_data_parallel_config.py): each bucket a
+/// ring collective over the slowest link of the group (NCCL's trees reach the same bus
+/// bandwidth for large messages), with its latency. `kind`: reduce-scatter, all-reduce or
+/// all-gather.
+inline double bucketed_seconds(collective_kind kind, double params, double bytes, double n, std::uint64_t stride,
+                               const gpu_spec& g) {
+    if (n <= 1.0 || params <= 0.0) return 0.0;
+    constexpr double bucket = 40e6;
+    const double buckets = std::ceil(params / bucket);
+    const link_kind link = link_of(stride, static_cast<std::uint64_t>(n), g);
+    return buckets * collective_seconds(kind, params / buckets * bytes, n, link, g);
+}
+
 /// Seconds of data-parallel collectives and the optimizer step a rank adds after the pipeline
-/// drains: the gradient reduce-scatter (distributed optimizer) or all-reduce, the parameter
-/// all-gather, and the Adam step, which reads and writes about 30 bytes per (sharded) parameter
-/// at HBM bandwidth. With --overlap-grad-reduce only what outlasts the rank's last backward is
-/// exposed; with --overlap-param-gather the gather hides behind the next iteration's forwards.
+/// drains: the gradient reduce-scatter (distributed optimizer) or all-reduce of FP32 gradients
+/// (BF16/FP16 with --grad-reduce-in-bf16 or --fp16), the BF16 parameter all-gather, and the
+/// optimizer step, which reads and writes about 30 bytes per (sharded) parameter with Adam (FP32
+/// weight, gradient, two moments, the BF16 copy) and 22 with SGD's one moment, at HBM
+/// bandwidth. With --overlap-grad-reduce the buckets reduce while the rank's last backward runs
+/// (the last bucket stays exposed); with --overlap-param-gather the gather hides behind the
+/// next iteration's first forward.
 inline double exposed_tail_seconds(const training_config& t, const gpu_spec& g, const stage_parameters& p,
                                    double last_backward, double first_forward) {
     const double dp = static_cast<double>(t.data_parallel);
     const double edp = expert_data_parallel(t);
-    const double grad_bytes = t.dtype == precision::fp16 ? 2.0 : 4.0;
-    const double bw = t.tensor_parallel * t.context_parallel * t.data_parallel <= g.gpus_per_node ? g.nvlink_bandwidth
-                                                                                                : g.network_bandwidth;
-    const double reduce_factor = t.distributed_optimizer ? 1.0 : 2.0;
-    double grads = reduce_factor * (ring_seconds(grad_bytes * p.dense, dp, bw) + ring_seconds(grad_bytes * p.expert, edp, bw));
-    double gather = t.distributed_optimizer
-                        ? ring_seconds(2.0 * p.dense, dp, bw) + ring_seconds(2.0 * p.expert, edp, bw)
-                        : 0.0;
-    if (t.overlap_grad_reduce) grads = std::max(0.0, grads - last_backward);
+    const std::uint64_t stride = t.tensor_parallel * t.context_parallel;
+    const std::uint64_t expert_stride = t.expert_tp() * t.expert_parallel;
+    const double grad_bytes = t.dtype == precision::fp16 || t.grad_reduce_bf16 ? 2.0 : 4.0;
+    const collective_kind reduce = t.distributed_optimizer ? collective_kind::reduce_scatter : collective_kind::all_reduce;
+    double grads = bucketed_seconds(reduce, p.dense, grad_bytes, dp, stride, g) +
+                   bucketed_seconds(reduce, p.expert, grad_bytes, edp, expert_stride, g);
+    double gather = t.distributed_optimizer ? bucketed_seconds(collective_kind::all_gather, p.dense, 2.0, dp, stride, g) +
+                                                  bucketed_seconds(collective_kind::all_gather, p.expert, 2.0, edp,
+                                                                   expert_stride, g)
+                                            : 0.0;
+    if (t.overlap_grad_reduce) {
+        const double buckets = std::max(1.0, std::ceil(p.total() / 40e6));
+        grads = std::max(grads / buckets, grads - last_backward);
+    }
     if (t.overlap_param_gather) gather = std::max(0.0, gather - first_forward);
     const double sharded = t.distributed_optimizer ? p.dense / dp + p.expert / edp : p.total();
-    return grads + gather + 30.0 * sharded / g.memory_bandwidth;
+    const double step_bytes = t.optimizer == optimizer_kind::sgd ? 22.0 : 30.0;
+    return grads + gather + step_bytes * sharded / (g.memory_bandwidth * g.memory_efficiency);
+}
+
+/// The slowest rank's exposed tail (exposed_tail_seconds) for the stage model `sm`.
+inline double tail_seconds(const training_config& t, const gpu_spec& g, const stage_model& sm) {
+    const std::size_t p = sm.held.size();
+    std::vector<double> last_backward(p, 0.0);
+    std::vector<double> first_forward(p, 0.0);
+    for (std::size_t s = 0; s < sm.seconds.size(); ++s) {
+        last_backward[sm.rank[s]] += sm.seconds[s].backward;
+        first_forward[sm.rank[s]] += sm.seconds[s].forward;
+    }
+    double tail = 0.0;
+    for (std::size_t k = 0; k < p; ++k)
+        tail = std::max(tail, exposed_tail_seconds(t, g, sm.held[k], last_backward[k], first_forward[k]));
+    return tail;
 }
 
 /// Refuses costs whose replay could overflow a double: m microbatches through every stage, each
@@ -232,6 +283,26 @@ struct stage_model_costs {
                                                        placement layout) {
     detail::stage_model sm = detail::build_stage_model(m, t, g, o, v, layout);
     return {std::move(sm.costs), sm.p2p};
+}
+
+/// Seconds of one iteration of schedule `id` with `v` chunks on `m_count` microbatches: the
+/// replay's makespan under plan()'s per-stage costs plus the slowest rank's exposed tail,
+/// exactly as plan() ranks it (nullopt when the schedule rejects the shape or the replay fails).
+[[nodiscard]] inline std::optional<double> iteration_seconds(const model_config& m, const training_config& t,
+                                                             const gpu_spec& g, const plan_options& o, schedule_id id,
+                                                             std::uint32_t v, std::uint32_t m_count) {
+    std::optional<double> out;
+    schedule_options opt{};
+    opt.shape = {static_cast<std::uint32_t>(t.pipeline_parallel), m_count, v};
+    with_any_schedule(id, opt, [&](const auto& pol) {
+        if (!pol.check()) return;
+        const detail::stage_model sm = detail::build_stage_model(m, t, g, o, v, pol.layout);
+        if (!sm.usable) return;
+        const cost_model cm{{}, sm.costs, sm.p2p, false};
+        const simulation sim = simulate(pol, cm);
+        if (sim) out = sim.makespan + detail::tail_seconds(t, g, sm);
+    });
+    return out;
 }
 
 /// The chunk counts a multi-chunk schedule can use: those the layers divide into (Megatron's
@@ -349,19 +420,11 @@ inline void check_options(const gpu_spec& g, const plan_options& o) {
         row.pipeline_seconds = sim.makespan;
         row.bubble_fraction = sim.bubble_fraction;
         row.peak_bytes.assign(p, 0.0);
-        double tail = 0.0;
-        std::vector<double> last_backward(p, 0.0);
-        std::vector<double> first_forward(p, 0.0);
-        for (std::size_t s = 0; s < sm.seconds.size(); ++s) {
-            last_backward[sm.rank[s]] += sm.seconds[s].backward;
-            first_forward[sm.rank[s]] += sm.seconds[s].forward;
-        }
         for (std::uint64_t k = 0; k < p; ++k) {
             row.peak_bytes[k] = sm.state_bytes[k] + sim.ranks[k].peak_memory;
-            tail = std::max(tail, detail::exposed_tail_seconds(t, g, sm.held[k], last_backward[k], first_forward[k]));
             if (row.peak_bytes[k] > row.peak_bytes[row.worst_rank]) row.worst_rank = static_cast<std::uint32_t>(k);
         }
-        row.iteration_seconds = sim.makespan + tail;
+        row.iteration_seconds = sim.makespan + detail::tail_seconds(t, g, sm);
         row.fits = row.worst_bytes() <= r.usable_bytes;
     };
 

@@ -42,6 +42,13 @@ enum class precision : std::uint8_t { bf16, fp16, fp32 };
 /// flash: no attention scores are kept (FlashAttention, Transformer Engine's fused kernels);
 /// eager: the softmax output and dropout mask, 5 a s^2 b bytes per layer (Korthikanti Table 2).
 enum class attention_kind : std::uint8_t { flash, eager };
+/// --fp8-format: the GEMMs run on the GPU's FP8 tensor cores (Transformer Engine's recipes;
+/// hybrid = E4M3 forward, E5M2 gradients). Memory is counted as Megatron-LM's theoretical
+/// memory counts it, which has no FP8 term (the BF16 weights and FP32 states stay).
+enum class fp8_kind : std::uint8_t { none, hybrid, e4m3 };
+/// --optimizer: Adam keeps two FP32 moments (12 bytes with the master weight), SGD with momentum
+/// one (8 bytes).
+enum class optimizer_kind : std::uint8_t { adam, sgd };
 
 struct training_config {
     std::uint64_t tensor_parallel = 1;
@@ -64,6 +71,14 @@ struct training_config {
     attention_kind attention = attention_kind::flash;
     bool overlap_grad_reduce = false;
     bool overlap_param_gather = false;
+    bool tp_comm_overlap = false;             ///< --tp-comm-overlap: TP collectives hidden behind GEMMs
+    fp8_kind fp8 = fp8_kind::none;
+    optimizer_kind optimizer = optimizer_kind::adam;
+    bool grad_reduce_bf16 = false;            ///< --grad-reduce-in-bf16: 2-byte gradients on the wire
+    /// Megatron-LM 2021's scatter/gather of pipeline tensors (Narayanan et al. 2021, section
+    /// 4.1): each TP rank sends 1/TP of the activation and the receivers all-gather it over
+    /// NVLink. Megatron-Core does the same only with sequence parallelism.
+    bool scatter_gather_p2p = false;
     // Uneven stages (at most one way).
     std::uint64_t first_stage_layers = 0;     ///< 0: not given
     std::uint64_t last_stage_layers = 0;
