@@ -323,8 +323,10 @@ struct stage_model_costs {
 /// Refuses a GPU or options plan() cannot answer for: what would come out as "nothing fits" or
 /// as times that are not numbers is wrong input, not a layout that is too big.
 inline void check_options(const gpu_spec& g, const plan_options& o) {
-    if (!(std::isnormal(o.efficiency) && o.efficiency > 0.0 && o.efficiency <= 1.0))
-        throw input_error("plan_options.efficiency", "must be a normal number in (0, 1], got " + std::to_string(o.efficiency));
+    // 0 is the GPU table's own GEMM efficiency; an override is a normal number in (0, 1].
+    if (o.efficiency != 0.0 && !(std::isnormal(o.efficiency) && o.efficiency > 0.0 && o.efficiency <= 1.0))
+        throw input_error("plan_options.efficiency",
+                          "must be 0 (the GPU's) or a normal number in (0, 1], got " + std::to_string(o.efficiency));
     if (!(std::isnormal(g.peak_flops) && g.peak_flops > 0.0))
         throw input_error("gpu_spec.peak_flops", "must be a positive normal number");
     if (!(std::isfinite(o.memory_reserve_bytes) && o.memory_reserve_bytes >= 0.0))
