@@ -17,6 +17,7 @@
 
 #include "policies/any_schedule.hpp"
 #include "policies/gpipe.hpp"
+#include "policies/dualpipe.hpp"
 #include "policies/dualpipe_v.hpp"
 #include "policies/interleaved_1f1b.hpp"
 #include "policies/interleaved_zero_bubble.hpp"
@@ -45,6 +46,7 @@ enum class schedule_id : std::uint8_t {
     dualpipe_v,
     v_min,
     v_half,
+    dualpipe,
 };
 
 struct schedule_info {
@@ -85,7 +87,8 @@ using catalog = catalog_list<
     catalog_entry<schedule_id::zbv, zbv>,
     catalog_entry<schedule_id::dualpipe_v, dualpipe_v>,
     catalog_entry<schedule_id::v_min, v_min>,
-    catalog_entry<schedule_id::v_half, v_half>>;
+    catalog_entry<schedule_id::v_half, v_half>,
+    catalog_entry<schedule_id::dualpipe, dualpipe>>;
 
 /// P with its backward_kind argument replaced by B; P itself for a fixed-backward policy.
 template <class P, backward_kind B>
@@ -200,11 +203,11 @@ template <std::size_t N>
     return true;
 }
 
-/// A V placement is two chunks per rank (shape.hpp) and only a V placement fixes v = 2.
+/// A V or bidirectional placement is two chunks per rank (shape.hpp) and only those fix v = 2.
 template <std::size_t N>
 [[nodiscard]] constexpr bool placements_match_chunks(const std::array<schedule_info, N>& list) noexcept {
     for (const schedule_info& s : list) {
-        if ((s.layout == placement::v_shape) != (s.chunks == chunk_rule::two)) return false;
+        if ((s.layout != placement::loop) != (s.chunks == chunk_rule::two)) return false;
     }
     return true;
 }
@@ -214,7 +217,7 @@ static_assert(ids_follow_positions(schedules),
 static_assert(names_unambiguous(schedules),
               "pipesched catalog: two schedules share a name, PyTorch name or alias");
 static_assert(placements_match_chunks(schedules),
-              "pipesched catalog: a V-placed policy must have chunk_rule::two, and only it");
+              "pipesched catalog: a V-placed or bidirectional policy must have chunk_rule::two, and only it");
 static_assert(backward_flags_match(catalog{}),
               "pipesched catalog: traits.fixed_backward must be false exactly for the policies "
               "that are templates over backward_kind");
@@ -271,8 +274,9 @@ constexpr decltype(auto) with_schedule(schedule_id id, const schedule_options& o
 }
 
 /// with_schedule for code that only needs a policy, not its concrete type: calls
-/// f(any_schedule<placement::loop>) or f(any_schedule<placement::v_shape>), so f's body is
-/// compiled twice instead of once per catalogued policy.
+/// f(any_schedule<placement::loop>), f(any_schedule<placement::v_shape>) or
+/// f(any_schedule<placement::bidirectional>), so f's body is compiled once per placement
+/// instead of once per catalogued policy.
 template <class F>
 decltype(auto) with_any_schedule(schedule_id id, const schedule_options& o, F&& f) {
     return with_schedule(id, o, [&](const auto& pol) -> decltype(auto) {
