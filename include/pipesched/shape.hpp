@@ -45,6 +45,14 @@ enum class placement : std::uint8_t {
     return chunk * ranks + rank;
 }
 
+/// How many of a rank's chunks one copy of the model is split into on that rank: all of them,
+/// but one for placement::bidirectional, whose two chunks are stages of two copies (a stage
+/// holds the layers of a one-chunk stage, a rank twice the parameters). A cost given per
+/// microbatch of one rank's layers is shared among this many chunks.
+[[nodiscard]] constexpr std::uint32_t chunks_per_copy(placement pl, std::uint32_t chunks) noexcept {
+    return pl == placement::bidirectional ? 1 : chunks;
+}
+
 struct rank_chunk {
     std::uint32_t rank;
     std::uint32_t chunk;

@@ -644,7 +644,7 @@ template <timeline_sink Sink>
     simulation out = simulate_actions(detail::action_lists{per_rank, detail::stage_line::of(layout, stages), m},
                                       costs, sink);
     if (out) {
-        out.stages = stage_map::of_actions(per_rank, stages);
+        out.stages = stage_map::of_actions(per_rank, stages, layout);
         out.shape = {static_cast<std::uint32_t>(per_rank.size()), m, out.stages.chunks()};
     }
     return out;
