@@ -146,7 +146,7 @@ struct stage_line {
     std::uint32_t split = 0; ///< first stage of the second pipeline; count when there is one
 
     constexpr stage_line() = default;
-    // NOLINTNEXTLINE(google-explicit-constructor): a stage count is one pipeline
+    /// Implicit: a stage count is one pipeline of that many stages.
     constexpr stage_line(std::uint32_t stages) noexcept : count{stages}, split{stages} {}
     constexpr stage_line(std::uint32_t stages, std::uint32_t first_of_second) noexcept
         : count{stages}, split{first_of_second} {}

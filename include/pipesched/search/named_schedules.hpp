@@ -110,7 +110,6 @@ inline std::vector<named_schedule_result> evaluate_named_schedules(const shape& 
     std::vector<named_schedule_result> out;
     if (!as::check_input(s, costs, memory).empty() || chunks < 2) return out;
     for (const schedule_info& info : schedules) {
-        if (info.layout == placement::bidirectional) continue; // not modelled (with_named_schedule)
         named_schedule_result r{};
         r.id = info.id;
         r.chunks = as::named_chunks(info, chunks);
