@@ -29,7 +29,7 @@ enum class placement : std::uint8_t {
     /// v = 2, two pipelines run from opposite ends (DualPipe): chunk 0 of rank r is stage r of
     /// the first (stages 0..p-1, entered at rank 0), chunk 1 is stage 2p-1-r, i.e. stage p-1-r
     /// of the second (stages p..2p-1, entered at rank p-1). The ranks hold their stages as in
-    /// v_shape; what differs is who feeds whom (analysis/timing_model.hpp's stage_line).
+    /// v_shape; what differs is who feeds whom (timing_model.hpp's stage_line).
     bidirectional,
 };
 

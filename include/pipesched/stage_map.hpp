@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "action.hpp"
-#include "analysis/timing_model.hpp"
+#include "timing_model.hpp"
 #include "shape.hpp"
 
 namespace pipesched {

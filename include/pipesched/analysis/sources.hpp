@@ -13,7 +13,7 @@
 
 #include "../action.hpp"
 #include "../detail/list_cursor.hpp"
-#include "timing_model.hpp"
+#include "../timing_model.hpp"
 #include "../event.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"

@@ -28,7 +28,7 @@
 #include "../shape.hpp"
 #include "../sink.hpp"
 #include "../action.hpp"
-#include "../analysis/timing_model.hpp"
+#include "../timing_model.hpp"
 #include "../detail/enum_table.hpp"
 #include "../detail/text.hpp"
 

@@ -9,7 +9,7 @@
 // microbatches (m even, m >= 2p, as dualpipe.py's num_chunks) the first m/2 run through the
 // first pipeline and the rest through the second: microbatch m/2+k is the k-th that
 // dualpipe.py feeds at its last rank. No tensor crosses from one pipeline to the other
-// (analysis/timing_model.hpp's stage_line), and each ends in its own loss stage (p-1 on rank
+// (timing_model.hpp's stage_line), and each ends in its own loss stage (p-1 on rank
 // p-1, 2p-1 on rank 0).
 //
 // Rank r runs DeepSeek's eight steps (detail/dualpipe_steps.hpp; the steps and their repeat
