@@ -97,6 +97,8 @@ int run_compare(const parsed_args& args) {
             using P = std::remove_cvref_t<decltype(pol)>;
             const std::uint32_t share = pipesched::chunks_per_copy(P::layout, opt.shape.chunks);
             fill(row, pipesched::simulate(pol, cost_model_for(costs, share)), share);
+            if (P::layout == pipesched::placement::bidirectional)
+                row[7] = "two model copies (2x parameters): a chunk holds a rank's layers";
             rows.push_back(std::move(row));
         });
     }
