@@ -343,7 +343,7 @@ template <schedule_policy P>
     if (!o.whole_iteration) io.activation_checkpointing = false;
     const iteration<P> it{policy, io};
     const shape dims = policy.shape;
-    if (const shape_check c = it.check(); !c) { // the shape, or an iteration not modelled (DualPipe)
+    if (const shape_check c = it.check(); !c && policy.check()) { // an iteration not modelled (DualPipe)
         out.error = std::string{c.message};
         return out;
     }
