@@ -288,7 +288,7 @@ TEST_CASE("chakra export: every schedule, iteration option and replica count giv
             for (std::uint32_t m : {1u, 2u, 3u, 4u, 8u, 9u}) {
                 const std::uint32_t v = s.multi_chunk ? 2 : 1;
                 ps::with_any_schedule(s.id, {{p, m, v}, 0, ps::backward_kind::full}, [&](const auto& pol) {
-                    if (!pol.check()) return;
+                    if (!pol.check() || !ps::iteration{pol}.check()) return; // the iteration of one pipeline (DualPipe: test_dualpipe.cpp)
                     for (int variant = 0; variant < 4; ++variant) {
                         ck::export_options o;
                         o.whole_iteration = variant > 0;
@@ -515,7 +515,7 @@ TEST_CASE("chakra predict: with free links it is pipesched's own replay, in nano
             for (std::uint32_t m : {1u, 3u, 4u, 8u}) {
                 const std::uint32_t v = s.multi_chunk ? 2 : 1;
                 ps::with_any_schedule(s.id, {{p, m, v}, 0, ps::backward_kind::full}, [&](const auto& pol) {
-                    if (!pol.check()) return;
+                    if (!pol.check() || !ps::iteration{pol}.check()) return; // the iteration of one pipeline (DualPipe: test_dualpipe.cpp)
                     const ps::iteration_cost_model costs = cli_costs(3, 5, 2, 4);
                     const ck::astra_simulation a = ck::simulate_astra(pol, costs, o, free_links);
                     REQUIRE_MESSAGE(a, a.error);

@@ -271,13 +271,17 @@ TEST_CASE("csv: every policy over a grid of shapes round-trips exactly") {
                             REQUIRE(read);
                             CHECK(read.table.ranks == actions_of(pol));
                             CHECK(ps::write_csv(read.table) == text);
-                            const ps::verdict verdict = ps::validate(ps::compute_only(read.table), m);
+                            // Who feeds whom is the placement's (DualPipe: two pipelines).
+                            const ps::verdict verdict = ps::validate(ps::compute_only(read.table), m, 0, pol.layout);
                             CHECK(ps::describe(verdict) == "valid");
                             const ps::placement_guess g = ps::infer_placement(read.table);
-                            // V placement is told apart from loop once p > 1.
+                            // V placement is told apart from loop once p > 1; DualPipe's two
+                            // pipelines by the microbatches each half of the stages runs.
                             const bool v_shape = pol.layout == ps::placement::v_shape && p > 1;
-                            CHECK(g.layout == (v_shape ? ps::inferred_placement::v_shape
-                                                       : ps::inferred_placement::loop));
+                            CHECK(g.layout == (pol.layout == ps::placement::bidirectional ? ps::inferred_placement::bidirectional
+                                               : v_shape ? ps::inferred_placement::v_shape
+                                                         : ps::inferred_placement::loop));
+                            CHECK(ps::placement_of(g.layout) == (p > 1 ? pol.layout : ps::placement::loop));
                             CHECK(g.ranks == p);
                             CHECK(g.stages == std::uint64_t{p} * v);
                             CHECK(g.microbatches == m);

@@ -243,13 +243,14 @@ int run_check(const parsed_args& args) {
             }
         }
     }
+    const pipesched::placement layout = pipesched::placement_of(guess.layout);
     const pipesched::verdict v =
-        pipesched::validate(in.compute, m, static_cast<std::uint32_t>(stages.value_or(0)));
+        pipesched::validate(in.compute, m, static_cast<std::uint32_t>(stages.value_or(0)), layout);
     if (!v)
         return report(out, invalid_text(v, in.compute, stage_count, mb_count));
     // Valid: the activations each rank holds at its peak, from the order alone.
     pipesched::discard_timeline none{};
-    const pipesched::simulation sim = pipesched::simulate(in.compute, pipesched::cost_model{}, none, m);
+    const pipesched::simulation sim = pipesched::simulate(in.compute, pipesched::cost_model{}, none, m, layout);
     std::string s = "valid: " + number_text(guess.ranks) + " ranks, " + number_text(stage_count) + " stages, " +
                     number_text(mb_count) + " microbatches, " + number_text(in.actions) +
                     " compute actions, placement " + std::string{pipesched::to_string(guess.layout)} + "\n";

@@ -93,7 +93,12 @@ int run_compare(const parsed_args& args) {
                 rows.push_back(std::move(row));
                 return;
             }
-            fill(row, pipesched::simulate(pol, cost_model_for(costs, opt.shape.chunks)), opt.shape.chunks);
+            // DualPipe's two chunks are stages of two copies, each of a one-chunk stage's layers.
+            using P = std::remove_cvref_t<decltype(pol)>;
+            const std::uint32_t share = pipesched::chunks_per_copy(P::layout, opt.shape.chunks);
+            fill(row, pipesched::simulate(pol, cost_model_for(costs, share)), share);
+            if (P::layout == pipesched::placement::bidirectional)
+                row[7] = "two model copies (2x parameters): a chunk holds a rank's layers";
             rows.push_back(std::move(row));
         });
     }
@@ -101,7 +106,9 @@ int run_compare(const parsed_args& args) {
         const std::uint32_t chunks = file->guess.chunks != 0 ? file->guess.chunks : 1;
         std::array<std::string, 8> row{file->label, number_text(chunks), "-", "-", "-", "-", "-", ""};
         pipesched::discard_timeline none{};
-        fill(row, pipesched::simulate(file->compute, cost_model_for(costs, chunks), none), chunks);
+        const pipesched::placement layout = pipesched::placement_of(file->guess.layout);
+        const std::uint32_t share = pipesched::chunks_per_copy(layout, chunks);
+        fill(row, pipesched::simulate(file->compute, cost_model_for(costs, share), none, 0, layout), share);
         if (file->guess.chunks == 0)
             row[7] = "placement custom: costs charged per stage as for one chunk";
         rows.push_back(std::move(row));

@@ -97,8 +97,8 @@ void append_schedules(std::string& s) {
         s += "  ";
         append_padded(s, info.pytorch_name.empty() ? "-" : info.pytorch_name, w1 + 2);
         append_padded(s, info.name, w2 + 2);
-        const bool v_shape = schedule_layout(info.id) == pipesched::placement::v_shape;
-        append_padded(s, v_shape ? "2" : info.multi_chunk ? "2, any" : "1", 8);
+        const bool two = schedule_layout(info.id) != pipesched::placement::loop;
+        append_padded(s, two ? "2" : info.multi_chunk ? "2, any" : "1", 8);
         bool first = true;
         for (std::string_view alias : info.aliases) {
             if (alias.empty())

@@ -120,20 +120,22 @@ int run_simulate_csv(const parsed_args& args, std::string_view format, const cos
     // Costs are per microbatch of one rank's layers: a file with v stages per rank charges
     // 1/v of them per stage, as for a library schedule.
     const std::uint32_t chunks = in.guess.chunks != 0 ? in.guess.chunks : 1;
-    const pipesched::cost_model model = cost_model_for(costs, chunks);
+    const pipesched::placement layout = pipesched::placement_of(in.guess.layout);
+    const pipesched::cost_model model = cost_model_for(costs, pipesched::chunks_per_copy(layout, chunks));
     const std::string title = in.label + " p=" + number_text(in.guess.ranks) + " m=" +
                               number_text(in.guess.microbatches) + " stages=" + number_text(in.guess.stages);
     // Validate first: an invalid file is a usage error here (check says more about it).
-    if (const pipesched::verdict v = pipesched::validate(in.compute); !v)
+    if (const pipesched::verdict v = pipesched::validate(in.compute, 0, 0, layout); !v)
         fail(in.label + ": invalid schedule: " + pipesched::describe(v) + " (see 'pipesched check')");
     output_buffer out{stdout};
     if (format == "chrome") {
         pipesched::trace_options options{};
         options.process_name = title;
         pipesched::chrome_trace_stream<to_output> trace{
-            to_output{&out}, pipesched::stage_map::of_actions(in.compute, static_cast<std::uint32_t>(in.guess.stages)),
+            to_output{&out},
+            pipesched::stage_map::of_actions(in.compute, static_cast<std::uint32_t>(in.guess.stages), layout),
             static_cast<std::uint32_t>(in.guess.ranks), options};
-        const pipesched::simulation sim = pipesched::simulate(in.compute, model, trace);
+        const pipesched::simulation sim = pipesched::simulate(in.compute, model, trace, 0, layout);
         if (!sim)
             refused(in.label, sim.check);
         trace.finish();
@@ -142,7 +144,8 @@ int run_simulate_csv(const parsed_args& args, std::string_view format, const cos
     pipesched::chrome_trace_sink records;
     pipesched::discard_timeline none{};
     const pipesched::simulation sim =
-        format == "text" ? pipesched::simulate(in.compute, model, records) : pipesched::simulate(in.compute, model, none);
+        format == "text" ? pipesched::simulate(in.compute, model, records, 0, layout)
+                         : pipesched::simulate(in.compute, model, none, 0, layout);
     if (!sim)
         refused(in.label, sim.check);
     require_finite(sim);
@@ -198,7 +201,7 @@ int run_simulate(const parsed_args& args) {
     return with_requested_schedule(req, [&](const auto& pol) -> int {
         using policy = std::remove_cvref_t<decltype(pol)>;
         const std::string_view name = pipesched::display_name(pipesched::info(req.id));
-        pipesched::cost_model model = cost_model_for(costs, pol.shape.chunks);
+        pipesched::cost_model model = cost_model_for(costs, pipesched::chunks_per_copy(policy::layout, pol.shape.chunks));
         model.fill_with_weight = args.get("fill-w").has_value();
         output_buffer out{stdout};
         const std::string title = std::string{pipesched::display_name(pipesched::info(req.id))} + " p=" +

@@ -18,6 +18,7 @@
 #include "policies/any_schedule.hpp"
 #include "policies/combined_1f1b.hpp"
 #include "policies/gpipe.hpp"
+#include "policies/dualpipe.hpp"
 #include "policies/dualpipe_v.hpp"
 #include "policies/interleaved_1f1b.hpp"
 #include "policies/interleaved_zero_bubble.hpp"
@@ -48,6 +49,7 @@ enum class schedule_id : std::uint8_t {
     v_half,
     combined_1f1b,
     interleaved_combined_1f1b,
+    dualpipe,
 };
 
 struct schedule_info {
@@ -90,7 +92,8 @@ using catalog = catalog_list<
     catalog_entry<schedule_id::v_min, v_min>,
     catalog_entry<schedule_id::v_half, v_half>,
     catalog_entry<schedule_id::combined_1f1b, combined_1f1b<>>,
-    catalog_entry<schedule_id::interleaved_combined_1f1b, interleaved_combined_1f1b<>>>;
+    catalog_entry<schedule_id::interleaved_combined_1f1b, interleaved_combined_1f1b<>>,
+    catalog_entry<schedule_id::dualpipe, dualpipe>>;
 
 /// P with its backward_kind argument replaced by B; P itself for a fixed-backward policy.
 template <class P, backward_kind B>
@@ -205,11 +208,11 @@ template <std::size_t N>
     return true;
 }
 
-/// A V placement is two chunks per rank (shape.hpp) and only a V placement fixes v = 2.
+/// A V or bidirectional placement is two chunks per rank (shape.hpp) and only those fix v = 2.
 template <std::size_t N>
 [[nodiscard]] constexpr bool placements_match_chunks(const std::array<schedule_info, N>& list) noexcept {
     for (const schedule_info& s : list) {
-        if ((s.layout == placement::v_shape) != (s.chunks == chunk_rule::two)) return false;
+        if ((s.layout != placement::loop) != (s.chunks == chunk_rule::two)) return false;
     }
     return true;
 }
@@ -219,7 +222,7 @@ static_assert(ids_follow_positions(schedules),
 static_assert(names_unambiguous(schedules),
               "pipesched catalog: two schedules share a name, PyTorch name or alias");
 static_assert(placements_match_chunks(schedules),
-              "pipesched catalog: a V-placed policy must have chunk_rule::two, and only it");
+              "pipesched catalog: a V-placed or bidirectional policy must have chunk_rule::two, and only it");
 static_assert(backward_flags_match(catalog{}),
               "pipesched catalog: traits.fixed_backward must be false exactly for the policies "
               "that are templates over backward_kind");
@@ -276,8 +279,9 @@ constexpr decltype(auto) with_schedule(schedule_id id, const schedule_options& o
 }
 
 /// with_schedule for code that only needs a policy, not its concrete type: calls
-/// f(any_schedule<placement::loop>) or f(any_schedule<placement::v_shape>), so f's body is
-/// compiled twice instead of once per catalogued policy.
+/// f(any_schedule<placement::loop>), f(any_schedule<placement::v_shape>) or
+/// f(any_schedule<placement::bidirectional>), so f's body is compiled once per placement
+/// instead of once per catalogued policy.
 template <class F>
 decltype(auto) with_any_schedule(schedule_id id, const schedule_options& o, F&& f) {
     return with_schedule(id, o, [&](const auto& pol) -> decltype(auto) {

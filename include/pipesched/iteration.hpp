@@ -77,7 +77,17 @@ public:
     constexpr explicit iteration(const P& pol, iteration_options o = {}) noexcept
         : policy{pol}, options{o}, shape{pol.shape} {}
 
-    [[nodiscard]] constexpr shape_check check() const noexcept { return policy.check(); }
+    /// The policy's check; and the iteration's rules (p2p next to each compute, the loss on the
+    /// last stage, grad_sync after a chunk's m-th backward) are those of one pipeline: DualPipe's
+    /// two (placement::bidirectional, each stage running half the microbatches) are refused
+    /// here rather than wrapped wrongly.
+    [[nodiscard]] constexpr shape_check check() const noexcept {
+        if (layout == placement::bidirectional) {
+            return {false, "the iteration (p2p, loss, grad sync) is modelled for one pipeline; DualPipe's two "
+                           "pipelines are replayed as a schedule only (simulate without --iteration, check)"};
+        }
+        return policy.check();
+    }
 
     [[nodiscard]] constexpr std::uint32_t stage(std::uint32_t rank, std::uint32_t chunk) const noexcept {
         return stage_of(layout, shape.ranks, rank, chunk);

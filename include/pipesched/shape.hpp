@@ -26,18 +26,31 @@ struct shape {
 enum class placement : std::uint8_t {
     loop,    ///< stage = chunk*p + rank (Megatron and PyTorch interleaved)
     v_shape, ///< v = 2: chunk 0 -> stage rank, chunk 1 -> stage 2p-1-rank (ZB-V, DualPipeV)
+    /// v = 2, two pipelines run from opposite ends (DualPipe): chunk 0 of rank r is stage r of
+    /// the first (stages 0..p-1, entered at rank 0), chunk 1 is stage 2p-1-r, i.e. stage p-1-r
+    /// of the second (stages p..2p-1, entered at rank p-1). The ranks hold their stages as in
+    /// v_shape; what differs is who feeds whom (timing_model.hpp's stage_line).
+    bidirectional,
 };
 
 [[nodiscard]] constexpr std::string_view to_string(placement pl) noexcept {
-    return pl == placement::loop ? "loop" : "v_shape";
+    return pl == placement::loop ? "loop" : pl == placement::v_shape ? "v_shape" : "bidirectional";
 }
 
 [[nodiscard]] constexpr std::uint32_t stage_of(placement pl, std::uint32_t ranks,
                                                std::uint32_t rank, std::uint32_t chunk) noexcept {
-    if (pl == placement::v_shape && chunk % 2 == 1) {
+    if (pl != placement::loop && chunk % 2 == 1) {
         return (chunk + 1) * ranks - 1 - rank;
     }
     return chunk * ranks + rank;
+}
+
+/// How many of a rank's chunks one copy of the model is split into on that rank: all of them,
+/// but one for placement::bidirectional, whose two chunks are stages of two copies (a stage
+/// holds the layers of a one-chunk stage, a rank twice the parameters). A cost given per
+/// microbatch of one rank's layers is shared among this many chunks.
+[[nodiscard]] constexpr std::uint32_t chunks_per_copy(placement pl, std::uint32_t chunks) noexcept {
+    return pl == placement::bidirectional ? 1 : chunks;
 }
 
 struct rank_chunk {
@@ -51,7 +64,7 @@ struct rank_chunk {
                                                 std::uint32_t stage) noexcept {
     const std::uint32_t chunk = stage / ranks;
     const std::uint32_t offset = stage % ranks;
-    if (pl == placement::v_shape && chunk % 2 == 1) {
+    if (pl != placement::loop && chunk % 2 == 1) {
         return {ranks - 1 - offset, chunk};
     }
     return {offset, chunk};
@@ -67,7 +80,9 @@ struct rank_chunk {
         if (next) return rank + 1 == ranks ? 0 : rank + 1;
         return rank == 0 ? ranks - 1 : rank - 1;
     }
-    // The V runs down the ranks in even chunks and up in odd ones, and turns on the end rank.
+    // The V runs down the ranks in even chunks and up in odd ones, and turns on the end rank;
+    // the bidirectional placement's two pipelines run the same ways and do not meet (the
+    // caller's check that the stage exists leaves out the end ranks' turn).
     const bool down = (chunk % 2 == 0) == next;
     if (down) return rank + 1 < ranks ? rank + 1 : rank;
     return rank > 0 ? rank - 1 : rank;

@@ -6,7 +6,9 @@
 //
 // A rank's chunks are its stages in ascending order: both placements put chunk c of every rank
 // in the block of stages [c*p, (c+1)*p) (shape.hpp), so ascending stage order is chunk order,
-// and the rule holds for owners read off a file as well.
+// and the rule holds for owners read off a file as well. The map also keeps which stages are
+// joined (the timing model's stage_line: one pipeline, or DualPipe's two), for the code that
+// draws who feeds whom.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "action.hpp"
+#include "timing_model.hpp"
 #include "shape.hpp"
 
 namespace pipesched {
@@ -28,28 +31,32 @@ public:
     constexpr stage_map() = default;
 
     /// The stages of a policy of shape `dims` placed by `layout`.
-    constexpr stage_map(placement layout, shape dims) : owner_(std::size_t{dims.ranks} * dims.chunks, no_rank) {
+    constexpr stage_map(placement layout, shape dims)
+        : owner_(std::size_t{dims.ranks} * dims.chunks, no_rank), line_{detail::stage_line::of(layout, dims.stages())} {
         for (std::uint32_t s = 0; s < owner_.size(); ++s) owner_[s] = locate_stage(layout, dims.ranks, s).rank;
         number_chunks(dims.ranks);
     }
 
     /// Stage s runs on rank owner[s] (no_rank: on none); `ranks` ranks in all (an owner at or
     /// beyond it runs no chunk).
-    constexpr stage_map(std::vector<std::uint32_t> owner, std::uint32_t ranks) : owner_{std::move(owner)} {
+    constexpr stage_map(std::vector<std::uint32_t> owner, std::uint32_t ranks,
+                        placement layout = placement::loop)
+        : owner_{std::move(owner)}, line_{detail::stage_line::of(layout, static_cast<std::uint32_t>(owner_.size()))} {
         number_chunks(ranks);
     }
 
     /// Read off per-rank lists of actions: stage s runs on the rank whose list has a compute
-    /// action of it (the last such list, if several do); `stages` stages in all.
+    /// action of it (the last such list, if several do); `stages` stages in all, joined as
+    /// `layout` joins them (placement::bidirectional: two pipelines; any other: one).
     [[nodiscard]] static constexpr stage_map of_actions(std::span<const std::vector<action>> per_rank,
-                                                        std::uint32_t stages) {
+                                                        std::uint32_t stages, placement layout = placement::loop) {
         std::vector<std::uint32_t> owner(stages, no_rank);
         for (std::size_t r = 0; r < per_rank.size(); ++r) {
             for (const action& a : per_rank[r]) {
                 if (is_compute(a.kind) && a.stage < stages) owner[a.stage] = static_cast<std::uint32_t>(r);
             }
         }
-        return stage_map{std::move(owner), static_cast<std::uint32_t>(per_rank.size())};
+        return stage_map{std::move(owner), static_cast<std::uint32_t>(per_rank.size()), layout};
     }
 
     [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return static_cast<std::uint32_t>(owner_.size()); }
@@ -68,6 +75,8 @@ public:
         const std::uint32_t owner = rank_of(s);
         return owner != no_rank && owner != rank;
     }
+    /// The stages and which of them are joined (timing_model.hpp).
+    [[nodiscard]] constexpr detail::stage_line line() const noexcept { return line_; }
     /// The owner of every stage, in stage order.
     [[nodiscard]] constexpr std::span<const std::uint32_t> owners() const noexcept { return owner_; }
 
@@ -84,6 +93,7 @@ private:
 
     std::vector<std::uint32_t> owner_{};
     std::vector<std::uint32_t> chunk_{};
+    detail::stage_line line_{};
     std::uint32_t chunks_ = 0;
 };
 

@@ -8,7 +8,10 @@
 //   tensors between stages   an F sends its activation to stage s+1, a B or I its input gradient
 //                            to stage s-1: sender_stage(), receiver_stage() (and their
 //                            unchecked forms upstream_of(), downstream_of()) for a tensor kind,
-//                            tensor_of() for the op that moves or produces it
+//                            tensor_of() for the op that moves or produces it; within a
+//                            stage_line: one pipeline of all stages, or (placement::
+//                            bidirectional, DualPipe) two pipelines of half the stages each,
+//                            each running half the microbatches (runs_unit())
 //   an action's input        cross_stage_input(): F of stage s needs F of s-1, B or I of stage s
 //                            needs B or I of s+1 (written as B), same microbatch; the first
 //                            stage's F and the last stage's B or I need none: the loss stage
@@ -42,9 +45,9 @@
 //                            its memory and peak; the one clock of simulate() and the search
 //   usable numbers           usable_cost(): finite and >= 0; finite_time()
 //
-// It sits on the ground floor beside the vocabulary (event.hpp, action.hpp) and includes nothing
-// else of the library, so that every floor above, the generators of detail/ included, asks it
-// instead of writing a rule again (CONTRIBUTING.md, "Layout").
+// It sits on the ground floor beside the vocabulary (event.hpp, action.hpp, shape.hpp) and
+// includes nothing else of the library, so that every floor above, the generators of detail/
+// included, asks it instead of writing a rule again (CONTRIBUTING.md, "Layout").
 //
 // Everything here is a small constexpr function on values: the replays inline it into their
 // loops, so a fast path that keeps its state in registers runs these same rules.
@@ -56,6 +59,7 @@
 
 #include "action.hpp"
 #include "event.hpp"
+#include "shape.hpp"
 
 namespace pipesched {
 
@@ -260,6 +264,39 @@ enum class tensor : std::uint8_t { activation = 0, gradient = 1 };
     return kind == op::send_activation || kind == op::recv_activation ? tensor::activation : tensor::gradient;
 }
 
+/// The stages of a schedule and which of them are joined. Every placement but one joins them
+/// into one pipeline 0..S-1, entered at stage 0, its loss on stage S-1, every microbatch on
+/// every stage. placement::bidirectional (DualPipe, DeepSeek-V3) runs two pipelines side by
+/// side: stages [0, S/2) run the first half of the microbatches and stages [S/2, S) the second
+/// half; no tensor crosses from one pipeline to the other, and each has its first stage and
+/// its loss stage. Converts from a stage count (one pipeline), so that code which only ever
+/// meets one pipeline passes the count as before.
+struct stage_line {
+    std::uint32_t count = 0; ///< stages
+    std::uint32_t split = 0; ///< first stage of the second pipeline; count when there is one
+
+    constexpr stage_line() = default;
+    /// Implicit: a stage count is one pipeline of that many stages.
+    constexpr stage_line(std::uint32_t stages) noexcept : count{stages}, split{stages} {}
+    constexpr stage_line(std::uint32_t stages, std::uint32_t first_of_second) noexcept
+        : count{stages}, split{first_of_second} {}
+
+    /// The stages of `stages` placed by `pl`.
+    [[nodiscard]] static constexpr stage_line of(placement pl, std::uint32_t stages) noexcept {
+        return pl == placement::bidirectional ? stage_line{stages, stages / 2} : stage_line{stages};
+    }
+    [[nodiscard]] constexpr bool two_pipelines() const noexcept { return split != count; }
+    friend constexpr bool operator==(const stage_line&, const stage_line&) = default;
+};
+
+/// Whether microbatch mb of m runs on stage s: always in one pipeline; with two, on the stages
+/// of its half (the first m/2 microbatches on the first pipeline's stages, the rest on the
+/// second's).
+[[nodiscard]] constexpr bool runs_unit(stage_line line, std::uint32_t s, std::uint32_t mb,
+                                       std::uint32_t m) noexcept {
+    return !line.two_pipelines() || (s < line.split) == (mb < m / 2);
+}
+
 /// The stage that sends stage s its tensor t, unchecked: s-1 for the activation, s+1 for the
 /// gradient. has_sender() says whether there is one.
 [[nodiscard]] constexpr std::uint32_t upstream_of(tensor t, std::uint32_t s) noexcept {
@@ -270,22 +307,30 @@ enum class tensor : std::uint8_t { activation = 0, gradient = 1 };
 [[nodiscard]] constexpr std::uint32_t downstream_of(tensor t, std::uint32_t s) noexcept {
     return t == tensor::activation ? s + 1 : s - 1;
 }
-[[nodiscard]] constexpr bool has_sender(tensor t, std::uint32_t s, std::uint32_t stages) noexcept {
-    return t == tensor::activation ? s > 0 : s + 1 < stages;
+/// Whether stage s is the first of its pipeline (no activation comes in) or the last (no
+/// gradient comes in: the loss stage turns around).
+[[nodiscard]] constexpr bool first_of_pipeline(std::uint32_t s, stage_line line) noexcept {
+    return s == 0 || s == line.split;
 }
-[[nodiscard]] constexpr bool has_receiver(tensor t, std::uint32_t s, std::uint32_t stages) noexcept {
-    return t == tensor::activation ? s + 1 < stages : s > 0;
+[[nodiscard]] constexpr bool last_of_pipeline(std::uint32_t s, stage_line line) noexcept {
+    return s + 1 >= line.count || s + 1 == line.split;
+}
+[[nodiscard]] constexpr bool has_sender(tensor t, std::uint32_t s, stage_line stages) noexcept {
+    return t == tensor::activation ? !first_of_pipeline(s, stages) : !last_of_pipeline(s, stages);
+}
+[[nodiscard]] constexpr bool has_receiver(tensor t, std::uint32_t s, stage_line stages) noexcept {
+    return t == tensor::activation ? !last_of_pipeline(s, stages) : !first_of_pipeline(s, stages);
 }
 /// The stage that sends stage s its tensor t; false if none does (the first stage's activation,
 /// the last stage's gradient: the loss stage turns around).
-[[nodiscard]] constexpr bool sender_stage(tensor t, std::uint32_t s, std::uint32_t stages,
+[[nodiscard]] constexpr bool sender_stage(tensor t, std::uint32_t s, stage_line stages,
                                           std::uint32_t& from) noexcept {
     if (!has_sender(t, s, stages)) return false;
     from = upstream_of(t, s);
     return true;
 }
 /// The stage that receives stage s's tensor t; false if none does.
-[[nodiscard]] constexpr bool receiver_stage(tensor t, std::uint32_t s, std::uint32_t stages,
+[[nodiscard]] constexpr bool receiver_stage(tensor t, std::uint32_t s, stage_line stages,
                                             std::uint32_t& to) noexcept {
     if (!has_receiver(t, s, stages)) return false;
     to = downstream_of(t, s);
@@ -295,7 +340,7 @@ enum class tensor : std::uint8_t { activation = 0, gradient = 1 };
 /// The stage on the other end of a send or receive by stage s: the receiver of the tensor a
 /// send moves, the sender of the tensor a receive waits for; false if there is none (or `kind`
 /// is no send or receive).
-[[nodiscard]] constexpr bool p2p_peer_stage(op kind, std::uint32_t s, std::uint32_t stages,
+[[nodiscard]] constexpr bool p2p_peer_stage(op kind, std::uint32_t s, stage_line stages,
                                             std::uint32_t& other) noexcept {
     const tensor t = tensor_moved(kind);
     if (kind == op::send_activation || kind == op::send_gradient) return receiver_stage(t, s, stages, other);
@@ -303,9 +348,9 @@ enum class tensor : std::uint8_t { activation = 0, gradient = 1 };
     return false;
 }
 
-/// The last stage, where the loss runs between a microbatch's F and its B or I.
-[[nodiscard]] constexpr bool is_loss_stage(std::uint32_t s, std::uint32_t stages) noexcept {
-    return s + 1 == stages;
+/// The last stage (of its pipeline), where the loss runs between a microbatch's F and its B or I.
+[[nodiscard]] constexpr bool is_loss_stage(std::uint32_t s, stage_line stages) noexcept {
+    return s < stages.count && last_of_pipeline(s, stages);
 }
 
 /// B or I: the backward pass that produces the input gradient for the previous stage.
@@ -321,7 +366,7 @@ enum class tensor : std::uint8_t { activation = 0, gradient = 1 };
 /// stage s needs the B or I of s+1 (written as B); W, the first stage's F and the last stage's
 /// backward need none (the last stage's B/I needs its own F, which ran before it on the same
 /// rank). False if `a` needs nothing from another stage.
-[[nodiscard]] constexpr bool cross_stage_input(const action& a, std::uint32_t stages,
+[[nodiscard]] constexpr bool cross_stage_input(const action& a, stage_line stages,
                                                action& input) noexcept {
     // One branch per tensor with the tensor a constant, so that each test folds to the single
     // compare it is (the form the replays' loops are fastest with).
@@ -337,7 +382,7 @@ enum class tensor : std::uint8_t { activation = 0, gradient = 1 };
 
 /// The stage that reads the result of `a`: the next stage for F, the previous one for B or I.
 /// False if nobody does (the last stage's F, the first stage's B or I, every W).
-[[nodiscard]] constexpr bool consumer_stage(const action& a, std::uint32_t stages,
+[[nodiscard]] constexpr bool consumer_stage(const action& a, stage_line stages,
                                             std::uint32_t& consumer) noexcept {
     if (a.kind == op::forward && has_receiver(tensor::activation, a.stage, stages)) {
         consumer = downstream_of(tensor::activation, a.stage);

@@ -178,7 +178,7 @@ enum class owners_known : bool { all = true, partly = false };
 /// The one rank that can be blocked on the result of `a` owns the stage that reads it
 /// (timing_model.hpp's consumer_stage); wakes it unless it is rank r itself or not known yet.
 template <owners_known Owners, class Engine>
-[[gnu::always_inline]] constexpr void wake_consumer(const action& a, std::uint32_t r, std::uint32_t stages,
+[[gnu::always_inline]] constexpr void wake_consumer(const action& a, std::uint32_t r, stage_line stages,
                                                     const std::uint32_t* owners, Engine& engine) {
     std::uint32_t consumer = 0;
     if (!consumer_stage(a, stages, consumer)) return;

@@ -168,7 +168,7 @@ public:
     /// ring_bits: size of the in-flight rings (in_flight_results; only the speed depends on it).
     constexpr simulator(const Source& s, const cost_model& costs, Sink& sink,
                         std::uint32_t ring_bits = in_flight_results::default_ring_bits)
-        : src_{s}, costs_{costs}, sink_{sink}, stages_{s.stages()}, microbatches_{s.microbatches()},
+        : src_{s}, costs_{costs}, sink_{sink}, stages_{line_of(s)}, microbatches_{s.microbatches()},
           ring_bits_{ring_bits} {}
 
     constexpr simulation run() {
@@ -463,7 +463,7 @@ private:
     constexpr bool replay(simulation& out) {
         const std::uint32_t p = src_.ranks();
         state_.assign(p, rank_state{});
-        pending_.reset(stages_, src_.microbatches(), ring_bits_);
+        pending_.reset(stages_.count, src_.microbatches(), ring_bits_);
         uniform_ = costs_.per_stage.empty();
         // cost_model::duration() and memory_change() of every compute op, for uniform costs. An
         // unusable duration is checked, and named, where an action first uses it.
@@ -488,7 +488,7 @@ private:
     constexpr bool checked_replay(simulation& out) {
         if (costs_.fill_with_weight || !usable_cost(costs_.p2p_latency)) return false;
         validator<Source> structure{src_};
-        owner_.assign(stages_, no_rank);
+        owner_.assign(stages_.count, no_rank);
         out.ranks.assign(src_.ranks(), rank_summary{});
         checker_ = &structure;
         const bool ok = replay(out) && !structure.units_missing();
@@ -560,7 +560,7 @@ private:
     const Source& src_;
     const cost_model& costs_;
     Sink& sink_;
-    std::uint32_t stages_;
+    stage_line stages_;
     std::uint32_t microbatches_;
     std::uint32_t ring_bits_;
     std::vector<std::uint32_t> owner_;
@@ -637,11 +637,13 @@ template <schedule_only_policy P>
     return simulate(pol, costs, none);
 }
 
-/// Simulates per-rank action lists (for example read from CSV); numbers as in validate().
+/// Simulates per-rank action lists (for example read from CSV); numbers and `layout` as in
+/// validate().
 template <timeline_sink Sink>
 [[nodiscard]] constexpr simulation simulate(std::span<const std::vector<action>> per_rank,
                                             const cost_model& costs, Sink& sink,
-                                            std::uint32_t microbatches = 0) {
+                                            std::uint32_t microbatches = 0,
+                                            placement layout = placement::loop) {
     std::uint32_t max_stage = 0;
     std::uint32_t max_mb = 0;
     bool any = false;
@@ -655,14 +657,15 @@ template <timeline_sink Sink>
     const std::uint32_t stages = any ? max_stage + 1 : 0;
     const std::uint32_t m = microbatches != 0 ? microbatches : (any ? max_mb + 1 : 0);
     // Validate first: it refuses sparse input before anything sized stages x microbatches exists.
-    if (const verdict v = validate(per_rank, m, stages); !v) {
+    if (const verdict v = validate(per_rank, m, stages, layout); !v) {
         simulation out{};
         out.check = v;
         return out;
     }
-    simulation out = simulate_actions(detail::action_lists{per_rank, stages, m}, costs, sink);
+    simulation out = simulate_actions(detail::action_lists{per_rank, detail::stage_line::of(layout, stages), m},
+                                      costs, sink);
     if (out) {
-        out.stages = stage_map::of_actions(per_rank, stages);
+        out.stages = stage_map::of_actions(per_rank, stages, layout);
         out.shape = {static_cast<std::uint32_t>(per_rank.size()), m, out.stages.chunks()};
     }
     return out;

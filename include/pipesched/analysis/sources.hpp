@@ -13,6 +13,7 @@
 
 #include "../action.hpp"
 #include "../detail/list_cursor.hpp"
+#include "../timing_model.hpp"
 #include "../event.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
@@ -63,6 +64,7 @@ public:
     constexpr explicit policy_actions(const P& pol) : pol_{pol} {}
     [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return shape().ranks; }
     [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return shape().stages(); }
+    [[nodiscard]] constexpr stage_line line() const noexcept { return stage_line::of(P::layout, stages()); }
     [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept {
         return shape().microbatches;
     }
@@ -102,13 +104,15 @@ private:
 /// Lists of actions, one per rank (for example a schedule read from CSV).
 class action_lists {
 public:
-    constexpr action_lists(std::span<const std::vector<action>> per_rank, std::uint32_t stages,
+    /// `stages`: a count (one pipeline) or the stage_line of two.
+    constexpr action_lists(std::span<const std::vector<action>> per_rank, stage_line stages,
                            std::uint32_t microbatches) noexcept
         : per_rank_{per_rank}, stages_{stages}, microbatches_{microbatches} {}
     [[nodiscard]] constexpr std::uint32_t ranks() const noexcept {
         return static_cast<std::uint32_t>(per_rank_.size());
     }
-    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return stages_; }
+    [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return stages_.count; }
+    [[nodiscard]] constexpr stage_line line() const noexcept { return stages_; }
     [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept { return microbatches_; }
 
     using cursor_type = list_cursor<action>;
@@ -118,7 +122,7 @@ public:
 
 private:
     std::span<const std::vector<action>> per_rank_;
-    std::uint32_t stages_;
+    stage_line stages_;
     std::uint32_t microbatches_;
 };
 
@@ -143,6 +147,7 @@ public:
     constexpr explicit compute_projection(const Source& src) : src_{src} {}
     [[nodiscard]] constexpr std::uint32_t ranks() const noexcept { return src_.ranks(); }
     [[nodiscard]] constexpr std::uint32_t stages() const noexcept { return src_.shape().stages(); }
+    [[nodiscard]] constexpr stage_line line() const noexcept { return stage_line::of(src_.layout(), stages()); }
     [[nodiscard]] constexpr std::uint32_t microbatches() const noexcept {
         return src_.shape().microbatches;
     }
@@ -182,6 +187,14 @@ public:
 private:
     const Source& src_;
 };
+
+/// The stages of an action source and which of them are joined (timing_model.hpp): its line()
+/// if it has one, else one pipeline of its stages().
+template <class Source>
+[[nodiscard]] constexpr stage_line line_of(const Source& src) noexcept {
+    if constexpr (requires { { src.line() } -> std::same_as<stage_line>; }) return src.line();
+    else return stage_line{src.stages()};
+}
 
 } // namespace detail
 

@@ -62,12 +62,14 @@ enum unit_bits : unit_flags {
 // The first-pass rules that a replay checking as it goes (simulate()'s first try, simulate.hpp)
 // applies to each action when it meets it.
 
-/// An F, B, I or W with its stage and microbatch in range, on the rank its stage runs on
+/// An F, B, I or W with its stage and microbatch in range (a unit the stages run:
+/// timing_model.hpp's runs_unit), on the rank its stage runs on
 /// (`owners`: the rank of each stage, no_rank until an action claims it). Meeting an action
 /// twice (its rank blocked at it, and runs it later) changes nothing.
-[[nodiscard]] constexpr bool claim_action(std::uint32_t r, const action& a, std::uint32_t stages,
+[[nodiscard]] constexpr bool claim_action(std::uint32_t r, const action& a, stage_line stages,
                                           std::uint32_t microbatches, std::uint32_t* owners) noexcept {
-    if (!is_compute(a.kind) || a.stage >= stages || a.microbatch >= microbatches) return false;
+    if (!is_compute(a.kind) || a.stage >= stages.count || a.microbatch >= microbatches) return false;
+    if (!runs_unit(stages, a.stage, a.microbatch, microbatches)) return false;
     const std::uint32_t owner = owners[a.stage];
     if (owner == r) return true;
     if (owner != no_rank) return false;
@@ -79,7 +81,7 @@ template <class Source>
 class validator {
 public:
     constexpr explicit validator(const Source& s)
-        : src_{s}, stages_{s.stages()}, microbatches_{s.microbatches()},
+        : src_{s}, stages_{line_of(s)}, microbatches_{s.microbatches()},
           bits_(std::size_t{s.stages()} * s.microbatches(), 0), owner_(s.stages(), no_rank) {}
 
     constexpr verdict run() {
@@ -158,7 +160,8 @@ private:
             return false;
         }
         if (!is_compute(a.kind)) return fail(verdict_code::not_compute, r, i, a);
-        if (a.stage >= stages_ || a.microbatch >= microbatches_) {
+        if (a.stage >= stages_.count || a.microbatch >= microbatches_ ||
+            !runs_unit(stages_, a.stage, a.microbatch, microbatches_)) {
             return fail(verdict_code::out_of_range, r, i, a);
         }
         if (owner_[a.stage] == no_rank) owner_[a.stage] = r;
@@ -231,8 +234,9 @@ private:
 
     /// Every unit needs F and either B or I+W. Reports the first gap in (stage, mb) order.
     constexpr bool find_missing() noexcept {
-        for (std::uint32_t s = 0; s < stages_; ++s) {
+        for (std::uint32_t s = 0; s < stages_.count; ++s) {
             for (std::uint32_t mb = 0; mb < microbatches_; ++mb) {
+                if (!runs_unit(stages_, s, mb, microbatches_)) continue;
                 const std::uint8_t b = bits_[std::size_t{s} * microbatches_ + mb];
                 op absent = op::forward;
                 if (!(b & seen_f)) absent = op::forward;
@@ -336,7 +340,7 @@ private:
     enum pair_step : std::uint8_t { pair_none, pair_after_marker, pair_after_first };
 
     const Source& src_;
-    std::uint32_t stages_;
+    stage_line stages_;
     std::uint32_t microbatches_;
     std::vector<unit_flags> bits_;
     std::vector<std::uint32_t> owner_;
@@ -370,22 +374,29 @@ template <schedule_only_policy P>
     return validate_actions(detail::policy_actions<P>{pol});
 }
 
-/// Validates per-rank action lists. Stages and microbatches default to one past the largest
-/// number that appears, so a schedule read from a file needs no shape; pass them to make
-/// numbers beyond them errors.
 namespace detail {
 /// For lists too sparse to be valid (fewer than two actions per unit and over a million
 /// units, for example one cell `4000000000F65535` in a file): finds the first error without the stages x microbatches
 /// table, so untrusted input cannot ask for a huge allocation. Sorting keeps it n log n.
-constexpr verdict sparse_verdict(std::span<const std::vector<action>> per_rank, std::uint32_t stages,
+constexpr verdict sparse_verdict(std::span<const std::vector<action>> per_rank, stage_line stages,
                                  std::uint32_t microbatches) {
+    // The first unit at or after `key` (stage << 32 | microbatch) that the stages run: with
+    // two pipelines, each stage skips the other pipeline's half of the microbatches.
+    const auto first_run = [&](std::uint64_t key) {
+        const auto s = static_cast<std::uint32_t>(key >> 32);
+        const auto mb = static_cast<std::uint32_t>(key & 0xFFFFFFFFu);
+        if (!stages.two_pipelines() || s >= stages.count || runs_unit(stages, s, mb, microbatches)) return key;
+        if (s < stages.split) return std::uint64_t{s + 1} << 32; // past the first half
+        return (std::uint64_t{s} << 32) | (microbatches / 2);   // to the second half
+    };
     verdict v{};
     std::vector<std::uint64_t> forwards;
     std::vector<std::uint64_t> backwards;
     for (std::uint32_t r = 0; r < per_rank.size(); ++r) {
         for (std::uint32_t i = 0; i < per_rank[r].size(); ++i) {
             const action& a = per_rank[r][i];
-            if (!is_compute(a.kind) || a.stage >= stages || a.microbatch >= microbatches) {
+            if (!is_compute(a.kind) || a.stage >= stages.count || a.microbatch >= microbatches ||
+                !runs_unit(stages, a.stage, a.microbatch, microbatches)) {
                 v.code = is_compute(a.kind) ? verdict_code::out_of_range : verdict_code::not_compute;
                 v.rank = r;
                 v.index = i;
@@ -401,15 +412,16 @@ constexpr verdict sparse_verdict(std::span<const std::vector<action>> per_rank, 
     for (const bool forward : {true, false}) {
         std::vector<std::uint64_t>& keys = forward ? forwards : backwards;
         std::sort(keys.begin(), keys.end());
-        std::uint64_t expected = 0;
+        std::uint64_t expected = first_run(0);
         for (const std::uint64_t k : keys) {
             if (k > expected) break;
             if (k == expected) {
                 const std::uint32_t mb = static_cast<std::uint32_t>(expected & 0xFFFFFFFFu) + 1;
-                expected = mb == microbatches ? ((expected >> 32) + 1) << 32 : (expected & ~0xFFFFFFFFull) | mb;
+                expected = first_run(mb == microbatches ? ((expected >> 32) + 1) << 32
+                                                        : (expected & ~0xFFFFFFFFull) | mb);
             }
         }
-        if ((expected >> 32) < stages) {
+        if ((expected >> 32) < stages.count) {
             v.code = verdict_code::missing;
             v.subject = action{static_cast<std::uint32_t>(expected >> 32),
                                forward ? op::forward : op::backward,
@@ -421,8 +433,14 @@ constexpr verdict sparse_verdict(std::span<const std::vector<action>> per_rank, 
 }
 } // namespace detail
 
+/// Validates per-rank action lists. Stages and microbatches default to one past the largest
+/// number that appears, so a schedule read from a file needs no shape; pass them to make
+/// numbers beyond them errors. The lists say where each stage runs; `layout` matters only for
+/// who feeds whom: placement::bidirectional makes the stages two pipelines (timing_model.hpp's
+/// stage_line, DualPipe), any other one pipeline.
 [[nodiscard]] constexpr verdict validate(std::span<const std::vector<action>> per_rank,
-                                         std::uint32_t microbatches = 0, std::uint32_t stages = 0) {
+                                         std::uint32_t microbatches = 0, std::uint32_t stages = 0,
+                                         placement layout = placement::loop) {
     std::uint32_t max_stage = 0;
     std::uint32_t max_mb = 0;
     std::uint64_t actions = 0;
@@ -439,10 +457,11 @@ constexpr verdict sparse_verdict(std::span<const std::vector<action>> per_rank, 
     // A valid schedule has at least two actions (F and B, or F, I, W) per unit; a table much
     // larger than the input can only be mostly empty, so answer without building it.
     const std::uint64_t units = std::uint64_t{s} * m;
+    const detail::stage_line line = detail::stage_line::of(layout, s);
     if (units > 2 * actions && units > (std::uint64_t{1} << 20)) {
-        return detail::sparse_verdict(per_rank, s, m);
+        return detail::sparse_verdict(per_rank, line, m);
     }
-    return validate_actions(detail::action_lists{per_rank, s, m});
+    return validate_actions(detail::action_lists{per_rank, line, m});
 }
 
 /// The fields of a verdict that fit in a template argument (a string_view does not).

@@ -343,6 +343,10 @@ template <schedule_policy P>
     if (!o.whole_iteration) io.activation_checkpointing = false;
     const iteration<P> it{policy, io};
     const shape dims = policy.shape;
+    if (const shape_check c = it.check(); !c && policy.check()) { // an iteration not modelled (DualPipe)
+        out.error = std::string{c.message};
+        return out;
+    }
     if (o.data_parallel == 0) {
         out.error = "data_parallel must be at least 1";
         return out;

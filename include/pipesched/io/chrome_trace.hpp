@@ -303,7 +303,7 @@ private:
             const action& a = consumer.what;
             std::size_t producer = none;
             action input{}; // timing_model.hpp's rule: F of s-1 or B/I of s+1
-            if (detail::cross_stage_input(a, layout_.stages, input)) {
+            if (detail::cross_stage_input(a, layout_.line(), input)) {
                 const std::size_t unit = std::size_t{input.stage} * m + a.microbatch;
                 producer = input.kind == op::forward ? forward[unit] : backward[unit];
             }
@@ -418,12 +418,12 @@ public:
         const bool gradient = detail::produces_gradient(a.kind);
         // As a producer: the stage that reads its result (timing_model.hpp's consumer_stage).
         std::uint32_t consumer = 0;
-        if (detail::consumer_stage(a, stages_.stages(), consumer) && stages_.on_other_rank(consumer, t.rank)) {
+        if (detail::consumer_stage(a, stages_.line(), consumer) && stages_.on_other_rank(consumer, t.rank)) {
             text_.flow_point(true, flow_id(a.stage, a.microbatch, gradient), t, gradient, ranks_);
         }
         // As a consumer: the stage that produced its input (cross_stage_input).
         action input{};
-        if (detail::cross_stage_input(a, stages_.stages(), input) && stages_.on_other_rank(input.stage, t.rank)) {
+        if (detail::cross_stage_input(a, stages_.line(), input) && stages_.on_other_rank(input.stage, t.rank)) {
             text_.flow_point(false, flow_id(input.stage, a.microbatch, gradient), t, gradient, ranks_);
         }
     }

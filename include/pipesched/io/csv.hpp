@@ -28,6 +28,7 @@
 #include "../shape.hpp"
 #include "../sink.hpp"
 #include "../action.hpp"
+#include "../timing_model.hpp"
 #include "../detail/enum_table.hpp"
 #include "../detail/text.hpp"
 
@@ -322,11 +323,15 @@ enum class inferred_placement : std::uint8_t {
     loop,    ///< stage s runs on rank s % ranks (placement::loop)
     v_shape, ///< stage s runs on locate_stage(placement::v_shape, ranks, s).rank
     custom,  ///< neither, or a stage runs on no rank or on two
+    /// ranks as v_shape, and the stages are two pipelines (DualPipe, placement::bidirectional):
+    /// the first p stages run only microbatches below m/2 and the last p only the others
+    /// (m even, one past the largest microbatch)
+    bidirectional,
 };
 
-inline constexpr auto inferred_placement_names = detail::enum_table<inferred_placement::custom>(
+inline constexpr auto inferred_placement_names = detail::enum_table<inferred_placement::bidirectional>(
     {{inferred_placement::loop, "loop"}, {inferred_placement::v_shape, "v_shape"},
-     {inferred_placement::custom, "custom"}});
+     {inferred_placement::custom, "custom"}, {inferred_placement::bidirectional, "bidirectional"}});
 
 [[nodiscard]] constexpr std::string_view to_string(inferred_placement p) noexcept { return detail::name_in(inferred_placement_names, p); }
 
@@ -345,6 +350,30 @@ struct placement_guess {
     /// are more stages than compute actions, which means some stage has none.
     std::vector<std::size_t> owners;
 };
+
+namespace detail {
+/// Whether the compute actions of a file placed as a V of 2p stages split into DualPipe's two
+/// pipelines: every unit one that timing_model.hpp's runs_unit() gives to placement::
+/// bidirectional's stages with m microbatches.
+[[nodiscard]] inline bool two_pipelines(const schedule_table& table, std::uint32_t ranks, std::uint64_t stages,
+                                        std::uint32_t m) {
+    if (stages != 2 * std::uint64_t{ranks} || m % 2 != 0) return false;
+    const stage_line line = stage_line::of(placement::bidirectional, static_cast<std::uint32_t>(stages));
+    for (const auto& row : table.ranks) {
+        for (const action& a : row) {
+            if (is_compute(a.kind) && !runs_unit(line, a.stage, a.microbatch, m)) return false;
+        }
+    }
+    return true;
+}
+} // namespace detail
+
+/// The placement a file was inferred to have, as the analyses take it.
+[[nodiscard]] constexpr placement placement_of(inferred_placement p) noexcept {
+    return p == inferred_placement::bidirectional ? placement::bidirectional
+           : p == inferred_placement::v_shape     ? placement::v_shape
+                                                  : placement::loop;
+}
 
 /// Infers stage placement the way PyTorch does when it loads a CSV: a stage belongs to the
 /// rank whose line runs its compute actions. Reports loop when both loop and v_shape fit
@@ -382,7 +411,8 @@ struct placement_guess {
     if (fits(placement::loop)) {
         g.layout = inferred_placement::loop;
     } else if (fits(placement::v_shape)) {
-        g.layout = inferred_placement::v_shape;
+        g.layout = detail::two_pipelines(table, p, g.stages, g.microbatches) ? inferred_placement::bidirectional
+                                                                      : inferred_placement::v_shape;
     } else {
         return g;
     }

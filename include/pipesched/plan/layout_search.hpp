@@ -63,6 +63,9 @@ struct runtime_support {
     // OVERLAP_F_B actions.
     case schedule_id::combined_1f1b: return {true, true, false};
     case schedule_id::interleaved_combined_1f1b: return {true, true, false};
+    // deepseek-ai/DualPipe's own runtime; PyTorch has no bidirectional schedule, and its
+    // CSV runtime holds one model copy per stage.
+    case schedule_id::dualpipe: return {false, false, false};
     }
     return {};
 }

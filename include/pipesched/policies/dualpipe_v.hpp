@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "../detail/dualpipe_steps.hpp"
 #include "../detail/program.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
@@ -57,73 +58,14 @@
 namespace pipesched {
 
 namespace detail {
-/// DualPipeV as data for the generator engine (program.hpp): the eight steps above as phases,
-/// on counter streams per op kind and chunk (B and I of a chunk share one, as in the
-/// references), the direct W's of step 3, and the queue of deferred weight gradients.
-struct dualpipe_v_program {
-    /// The W's of steps 7 and 8: the k-th is the k-th deferred I of the rank, the I's of step 6
-    /// in order, then those of step 7.
-    struct weight_queue {
-        std::uint32_t ranks = 1;
-        std::uint32_t microbatches = 1;
-        std::uint32_t rank = 0;
-        std::uint32_t taken = 0;
-
-        constexpr unit next() noexcept { return unit_at(taken++); }
-        [[nodiscard]] constexpr unit unit_at(std::uint32_t k) const noexcept {
-            const std::uint32_t p = ranks;
-            const std::uint32_t r = rank;
-            const std::uint32_t m = microbatches;
-            const std::uint32_t half = (r + 1) / 2;
-            const std::uint32_t even = r % 2 == 0 ? 1 : 0;
-            if (k < even) return {0, m - p + half};
-            if (k < r + 1) {
-                const std::uint32_t t = k - even;
-                return t % 2 == 0 ? unit{1, m - r - 1 + half + even + t / 2}
-                                  : unit{0, m - p + half + even + t / 2};
-            }
-            return {0, m - p + k};
-        }
-    };
-
-    enum stream : std::uint32_t { f0, f1, b0, b1, w1, queue };
-    static constexpr letter F0 = slot(op::forward, f0);
-    static constexpr letter F1 = slot(op::forward, f1);
-    static constexpr letter B0 = slot(op::backward, b0);
-    static constexpr letter B1 = slot(op::backward, b1);
-    static constexpr letter I0 = slot(op::backward_input, b0);
-    static constexpr letter I1 = slot(op::backward_input, b1);
-    static constexpr letter W1 = slot(op::backward_weight, w1);
-    static constexpr letter Wq = slot(op::backward_weight, queue); ///< the oldest deferred W
-    static constexpr letter X = slot(op::overlap_f_b, no_stream);  ///< a pair's marker, unit (0, 0)
-
-    using patterns = pattern_list<pattern<F0>, pattern<F0, F1>, pattern<I1, W1, F1>, pattern<F0, B1, X, F1, B0>,
-                                  pattern<X, F0, B1, X, F1, B0>, pattern<B1, X, F1, B0>, pattern<B1, B0>,
-                                  pattern<B1, I0>, pattern<I1, I0>, pattern<Wq, I0>, pattern<Wq>>;
+/// DualPipeV as data for the generator engine (program.hpp): DeepSeek's eight steps
+/// (dualpipe_steps.hpp), the V's chunks on counter streams per op kind and chunk.
+struct dualpipe_v_program : dualpipe_steps {
     using streams_type = stream_set<counter<0>, counter<1>, counter<0>, counter<1>, counter<1>, weight_queue>;
     static constexpr bool phantom_cut = false;
 
     [[nodiscard]] static constexpr basic_program<11, 6> program(const program_params& prm) noexcept {
-        const std::uint32_t p = prm.ranks;
-        const std::uint32_t r = prm.rank;
-        const std::uint32_t m = prm.microbatches;
-        const std::uint32_t last = r + 1 == p ? 1 : 0; // step 4 starts without a pair
-        const std::uint32_t main = m - 2 * p + r + 1;   // repeats of step 4
-        const std::uint32_t half = (r + 1) / 2;         // step 6 repeats before the switch
-        const std::uint32_t even = r % 2 == 0 ? 1 : 0;  // step 6 has one mixed repeat
-        basic_program<11, 6> prog{};
-        prog.then(2 * (p - r - 1), {F0})                // 1
-            .then(r + 1, {F0, F1})                      // 2
-            .then(p - r - 1, {I1, W1, F1})              // 3
-            .then(last, {F0, B1, X, F1, B0})            // 4, the last rank's first repeat
-            .then(main - last, {X, F0, B1, X, F1, B0})  // 4
-            .then(p - r - 1, {B1, X, F1, B0})           // 5
-            .then(half, {B1, B0})                       // 6
-            .then(even, {B1, I0})
-            .then(r + 1 - half - even, {I1, I0})
-            .then(p - r - 1, {Wq, I0})                  // 7
-            .then(r + 1, {Wq});                         // 8
-        return prog;
+        return steps(prm);
     }
     [[nodiscard]] static constexpr streams_type streams(const program_params& prm) noexcept {
         return streams_type{{}, {}, {}, {}, {}, weight_queue{prm.ranks, prm.microbatches, prm.rank, 0}};

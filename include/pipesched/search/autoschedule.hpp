@@ -245,6 +245,8 @@ inline autoschedule_result autoschedule(const shape& s, const pipeline_costs& co
                 out.chunks = chunks;
                 if constexpr (P::layout == placement::v_shape) {
                     out.v_schedule = explicit_schedule<placement::v_shape>::from_policy(pol);
+                } else if constexpr (P::layout == placement::bidirectional) {
+                    return; // not reached: with_named_schedule offers no bidirectional schedule
                 } else {
                     out.schedule = explicit_schedule<placement::loop>::from_policy(pol);
                 }

@@ -54,6 +54,10 @@ inline const std::vector<stage_costs>& stage_costs_of(const problem& pr) noexcep
 template <class F>
 bool with_named_schedule(const schedule_info& info, const shape& s, const pipeline_costs& costs,
                          const pipeline_memory& memory, std::uint32_t chunks, F&& f) {
+    // The search's problem is one pipeline of stages (problem.hpp); DualPipe's two pipelines,
+    // each stage a one-chunk stage's layers on a rank holding two copies, are not modelled
+    // there, so it is neither ranked nor offered.
+    if (info.layout == placement::bidirectional) return false;
     const std::uint32_t v = named_chunks(info, chunks);
     if (!stage_list_fits(costs.per_stage.size(), s.ranks, v) || !stage_list_fits(memory.per_stage.size(), s.ranks, v)) {
         return false;

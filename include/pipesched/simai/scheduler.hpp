@@ -91,7 +91,7 @@ public:
             error_ = "the policy's shape (" + std::to_string(dims.ranks) + " ranks, " +
                      std::to_string(dims.microbatches) + " microbatches) does not match the workload's pp " +
                      std::to_string(w.header.pp) + " and ga " + std::to_string(w.header.ga);
-        } else if (const shape_check c = policy.check(); !c) {
+        } else if (const shape_check c = it_.check(); !c) { // the policy's, or an iteration not modelled
             error_ = std::string("the policy rejects the shape: ") + std::string(c.message);
         } else if (dims.chunks > layout_.period) {
             error_ = "more chunks per rank than rows in a microbatch block";

@@ -30,6 +30,10 @@ struct timeline_layout {
     stage_map placement{};          ///< per stage: the rank that runs it and its chunk there
 
     [[nodiscard]] std::uint32_t chunk_of(std::uint32_t stage) const noexcept { return placement.chunk_of(stage); }
+    /// Who feeds whom: the placement's two pipelines if it has them, else one of `stages`.
+    [[nodiscard]] stage_line line() const noexcept {
+        return placement.line().two_pipelines() ? placement.line() : stage_line{stages};
+    }
 };
 
 /// The records' extent, with `placement` saying where each stage runs.
