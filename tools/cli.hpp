@@ -311,7 +311,7 @@ inline constexpr std::size_t max_input_bytes = std::size_t{64} << 20;
 /// terabytes (65535 ranks x 256 chunks x 65536 microbatches); beyond the budget the shape is a
 /// usage error, not a failed allocation. It is the one limit on the size of the work: what fits
 /// runs, however long it takes (a replay takes 0.03 to 0.17 us of CPU per unit; a Chrome trace
-/// writes about 350 bytes per action), and shows its progress on a terminal (progress.hpp).
+/// writes about 340 bytes per action), and shows its progress on a terminal (progress.hpp).
 inline constexpr std::uint64_t memory_budget = std::uint64_t{4} << 30;
 
 /// What one command will hold, estimated before it allocates anything.

@@ -204,7 +204,7 @@ int run_simulate(const parsed_args& args) {
                                   number_text(pol.shape.ranks) + " m=" + number_text(pol.shape.microbatches) +
                                   " v=" + number_text(pol.shape.chunks);
         if (format == "chrome") {
-            // Streamed: written as the replay produces it, whatever its size (about 350 bytes
+            // Streamed: written as the replay produces it, whatever its size (about 340 bytes
             // per action), with its progress on a terminal.
             pipesched::trace_options options{};
             options.process_name = title;
@@ -265,7 +265,7 @@ const command_spec simulate_command{"simulate", "replay a schedule on a cost mod
      "Replays the schedule (or, with --csv FILE, a schedule read from PyTorch CSV) with the given\n"
      "costs. text: a timeline (one row per rank, '.' idle) and the summary; json: {makespan,\n"
      "bubble_fraction, peak_activations, busy, idle} per rank; chrome: trace-event JSON for\n"
-     "ui.perfetto.dev or chrome://tracing, written as it is produced (about 350 bytes per action).\n"
+     "ui.perfetto.dev or chrome://tracing, written as it is produced (about 340 bytes per action).\n"
      "A shape whose replay would hold more than 4 GiB (1 byte per stage and microbatch; 241 with\n"
      "the text timeline, 32 with --iteration) is refused with exit 2; anything smaller runs,\n"
      "showing its progress on a terminal after a second.",
