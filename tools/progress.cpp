@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -149,11 +150,11 @@ session::~session() {
     }
     r.wake.notify_all();
     r.thread.join();
-    // Off a terminal, a command that ran past the delay ends with a "done" line; on one, the
-    // line goes away.
+    // Off a terminal, a command that ran past the delay ends with a "done" line, unless it is
+    // ending with an error (which main() reports next); on one, the line goes away.
     if (r.terminal)
         erase(r);
-    else if (clock::now() - r.start >= r.delay)
+    else if (std::uncaught_exceptions() == 0 && clock::now() - r.start >= r.delay)
         show(r, true);
     r.running = false;
 }
