@@ -106,6 +106,11 @@ int run_demo() {
          "      pipesched simai examples/workloads/simai_seed_tp2_ga2.txt --format json\n"
          "      pipesched order --schedule 1F1B --ranks 4 --microbatches 8\n"
          "      pipesched compare --ranks 4 --microbatches 8\n"
+         "      pipesched plan --model examples/models/llama3_70b.json --gpus 64 -- \\\n"
+         "        --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4 --seq-length 8192 \\\n"
+         "        --global-batch-size 128 --sequence-parallel --use-distributed-optimizer\n"
+         "      pipesched plan --search --model examples/models/llama3_70b.json --gpus 256 -- \\\n"
+         "        --seq-length 8192 --global-batch-size 512\n"
          "      pipesched --help\n";
     return print_status(s);
 }

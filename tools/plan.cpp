@@ -15,13 +15,14 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "plan_search.hpp"
 
 namespace pipesched::cli {
 namespace {
 
 namespace pl = pipesched::plan;
 
-constexpr std::array<flag_spec, 13> plan_flags{{
+constexpr std::array<flag_spec, 18> plan_flags{{
     {"model", "FILE", "a Hugging Face config.json (the model's shape; Megatron arguments after -- override it)", "",
      false},
     {"gpu", "NAME", "h100, h200, a100-80gb, a100-40gb, b200 or mi300x", "h100", false},
@@ -40,6 +41,12 @@ constexpr std::array<flag_spec, 13> plan_flags{{
     {"emit", "csv|chakra|chrome", "also write the recommended schedule: PyTorch CSV, Chakra traces, or a trace", "",
      false},
     {"out", "PATH", "where --emit writes (for chakra, the prefix of PATH.<rank>.et)", "", false},
+    {"search", "", "search the layout too: TP, PP, CP, EP, DP, micro-batch, recompute, distributed optimizer "
+                   "(what the Megatron arguments set stays fixed); needs --gpus", "", false},
+    {"top", "K", "with --search: how many candidates to report", "10", false},
+    {"jobs", "N", "with --search: threads", "the number of cores", false},
+    {"runtime", "megatron|pytorch|any", "with --search: only schedules this runtime runs", "any", false},
+    {"allow-cross-node-tp", "", "with --search: tensor-parallel groups may span nodes", "", false},
 }};
 
 double positive_flag(const parsed_args& args, std::string_view name, double fallback, double high) {
@@ -385,6 +392,14 @@ int run_plan(const parsed_args& args) {
         if (const auto path = args.get("stage-times"))
             o.measured = read_stage_times(*path);
         o.autoschedule = !args.get("no-autoschedule");
+        if (args.get("search")) {
+            if (emit_kind)
+                fail("--emit writes one schedule: run plan without --search on the layout it picks");
+            return run_plan_search(args, ma, g, o, format);
+        }
+        for (const std::string_view search_only : {"top", "jobs", "runtime", "allow-cross-node-tp"})
+            if (args.get(search_only))
+                fail("--" + std::string{search_only} + " applies only with --search");
         // Every schedule keeps a table per (stage, microbatch) unit while it is replayed, V-Min
         // and V-Half build their order first, and every chunk count the layers allow is replayed.
         const std::uint64_t per_step = std::max<std::uint64_t>(1, t.micro_batch * t.data_parallel);

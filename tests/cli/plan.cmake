@@ -65,3 +65,38 @@ endif()
 pipesched_cli_error(plan_stage_times_bad "plan_times_bad.txt: line 2"
     plan ${plan_8b} --stage-times "${CMAKE_CURRENT_BINARY_DIR}/plan_times_bad.txt" ${plan_8b_args})
 file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/plan_times_bad.txt" CONTENT "F=1,B=2\nF=x\n")
+
+# plan --search: the layout search (plan/layout_search.hpp). Knobs set after -- stay fixed.
+set(plan_search_8b --model "${plan_data}/llama3_8b.json" --gpus 8)
+set(plan_search_args -- --seq-length 4096 --global-batch-size 16)
+pipesched_cli_test(plan_search_text ARGS plan --search --top 3 ${plan_search_8b} ${plan_search_args}
+    STDOUT "^layout search: llama on 8 x h100, global batch 16 x 4096 tokens\n[0-9]+ layouts: [0-9]+ replayed with every schedule \\([0-9]+ also with the auto-scheduler\\), [0-9]+ skipped by the exact bounds \\(docs/plan\\.md\\)\n\nfastest 3 .*\n1  [0-9] .*\n2  [0-9] .*\n3  [0-9] .*\nPareto front, .*\nMegatron-LM flags of #1 \\(append to the model's own\\): --tensor-model-parallel-size [0-9]+ --pipeline-model-parallel-size "
+    STDERR "^$")
+pipesched_cli_test(plan_search_fixed_json ARGS plan --search --top 2 --format json ${plan_search_8b} ${plan_search_args}
+    --tensor-model-parallel-size 2 --micro-batch-size 2
+    STDOUT "^\\{\"model\":\"llama\",\"gpu\":\"h100\",\"gpus\":8,\"layouts\":[0-9]+,.*\"candidates\":\\[\\{\"tensor_parallel\":2,\"pipeline_parallel\":[0-9]+,\"data_parallel\":[0-9]+,\"context_parallel\":[0-9]+,\"expert_parallel\":1,\"micro_batch_size\":2,\"recompute\":\"[a-z]+\",.*\"schedule\":\\{\"name\":\"[^\"]+\",\"chunks\":[0-9]+,.*\"iteration_time_s\":[0-9.e-]+,.*\"peak_bytes\":[0-9.e+]+,.*\"runtimes\":\\[\"[a-z-]+\".*\"megatron_args\":\\[\"--tensor-model-parallel-size\",\"2\",.*\\},\\{\"tensor_parallel\":2,.*\\],\"pareto\":\\[\\{.*\\],\"advice\":\"[^\"]*\"\\}\n$")
+pipesched_cli_test(plan_search_megatron_runtime ARGS plan --search --top 2 --runtime megatron --no-autoschedule
+    ${plan_search_8b} ${plan_search_args}
+    STDOUT "\n1  [^\n]* (1F1B|Interleaved1F1B v=[0-9]+) [^\n]*\n2  [^\n]* (1F1B|Interleaved1F1B v=[0-9]+) [^\n]*\n")
+# No layout fits: exit 1 with the closest miss.
+pipesched_cli_test(plan_search_nothing_fits ARGS plan --search --gpu-memory 10 --no-autoschedule ${plan_search_8b}
+    ${plan_search_args} EXIT 1 STDOUT "\nno layout fits in 2\\.00 GiB per GPU; closest: [^\n]+ GiB over\\)\n$")
+pipesched_cli_error(plan_search_needs_gpus "--search needs --gpus N" plan --search
+    --model "${plan_data}/llama3_8b.json" ${plan_search_args})
+pipesched_cli_error(plan_search_top_zero "--top must be at least 1, got '0'" plan --search --top 0
+    ${plan_search_8b} ${plan_search_args})
+pipesched_cli_error(plan_top_without_search "--top applies only with --search" plan --top 3 ${plan_8b} ${plan_8b_args})
+pipesched_cli_error(plan_search_bad_runtime "--runtime must be megatron, pytorch or any, got 'deepspeed'"
+    plan --search --runtime deepspeed ${plan_search_8b} ${plan_search_args})
+pipesched_cli_error(plan_search_emit "--emit writes one schedule: run plan without --search on the layout it picks"
+    plan --search --emit csv --out x.csv ${plan_search_8b} ${plan_search_args})
+pipesched_cli_error(plan_search_fixed_layers "--num-virtual-stages-per-pipeline-rank fixes the layers of each stage"
+    plan --search ${plan_search_8b} ${plan_search_args} --pipeline-model-parallel-size 2
+    --num-virtual-stages-per-pipeline-rank 2)
+pipesched_cli_error(plan_search_no_layout "no legal layout" plan --search --model "${plan_data}/llama3_8b.json" --gpus 7
+    -- --seq-length 4096 --global-batch-size 4)
+# The outputs docs/plan.md prints, regenerated (tests/check_doc_output.cmake).
+add_test(NAME cli.doc_output_plan
+    COMMAND "${CMAKE_COMMAND}" "-DTOOL=$<TARGET_FILE:pipesched_cli>" "-DPAGE=${PROJECT_SOURCE_DIR}/docs/plan.md"
+            "-DROOT=${PROJECT_SOURCE_DIR}" -P "${PROJECT_SOURCE_DIR}/tests/check_doc_output.cmake")
+set_tests_properties(cli.doc_output_plan PROPERTIES LABELS cli)
