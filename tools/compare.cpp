@@ -25,6 +25,8 @@ void require_within(std::string_view flag, std::uint32_t value, std::uint32_t li
         fail("--" + std::string{flag} + " must be at most " + number_text(limit) + ", got " + number_text(value));
 }
 
+// Long: flags, the optional CSV, the memory estimate, one row per schedule and the table are
+// one sequence over the same few values; the row's numbers are already a lambda of their own.
 int run_compare(const parsed_args& args) {
     const std::optional<std::uint32_t> ranks = args.count("ranks");
     const std::optional<std::uint32_t> microbatches = args.count("microbatches");

@@ -175,6 +175,9 @@ static_assert(memory_budget == std::uint64_t{4} << 30 && memory_per_unit("json",
                   memory_per_unit("text", false) == 241 && memory_per_unit("chrome", true) == 32,
               "update simulate's and compare's help texts and README.md (Command line) to the memory estimates");
 
+// Long: the flags, the memory estimate and the three formats (the Chrome trace of a schedule
+// or of its iteration, each with its progress count) share the schedule's concrete type inside
+// one with_requested_schedule call; split, each part would take all of them as parameters.
 int run_simulate(const parsed_args& args) {
     const cost_request costs = read_costs(args);
     const std::string format = format_choice(args, {"text", "json", "chrome"});
