@@ -10,6 +10,12 @@
 //   BM_validate     pipesched::validate(pol) (for an iteration: the iteration rules)
 //   BM_simulate     pipesched::simulate(pol): validate + cost-model replay (for an iteration:
 //                   the iteration rules and the replay with communication streams)
+// and, against the order (issue 31, item 6), per schedule at p = 8, m = 64 and p = 32, m = 256
+// (v = 2 where the schedule runs several chunks), items = the schedule's compute events in all
+// three, so that the ratio of two items/s figures is the ratio of their times:
+//   BM_ratio_order          emit(pol) into fold_sink: the compute order alone
+//   BM_ratio_iteration      emit(iteration{pol}) into fold_sink, then validate(iteration{pol})
+//   BM_ratio_replay         validate(pol), then simulate(pol)
 //
 // Benchmark names read <mode>/<policy>/p<ranks>_m<microbatches>_v<chunks>.
 #include <benchmark/benchmark.h>
@@ -19,11 +25,14 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <pipesched/analysis/simulate.hpp>
 #include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/analysis/validate.hpp>
+#include <pipesched/analysis/validate_iteration.hpp>
+#include <pipesched/catalog.hpp>
 #include <pipesched/iteration.hpp>
 #include <pipesched/event.hpp>
 #include <pipesched/policies/gpipe.hpp>
@@ -203,6 +212,45 @@ template <class P> void bm_simulate(benchmark::State& state, P pol) {
     finish(state, pol, reference(pol));
 }
 
+// The three ratio modes: items are P's compute events in each (finish() counts them).
+template <class P> void bm_ratio_order(benchmark::State& state, P pol) { bm_emit_count(state, pol); }
+
+template <class P> void bm_ratio_iteration(benchmark::State& state, P pol) {
+    bool valid = true;
+    for (auto _ : state) {
+        opaque(pol);
+        const pipesched::iteration it{pol};
+        fold_sink sink{};
+        pipesched::emit(it, sink);
+        benchmark::DoNotOptimize(sink.fold);
+        bool ok = static_cast<bool>(pipesched::validate(it));
+        benchmark::DoNotOptimize(ok);
+        valid = valid && ok;
+    }
+    if (!valid) {
+        state.SkipWithError("validate(iteration) rejected a library policy");
+        return;
+    }
+    finish(state, pol, reference(pol));
+}
+
+template <class P> void bm_ratio_replay(benchmark::State& state, P pol) {
+    bool valid = true;
+    for (auto _ : state) {
+        opaque(pol);
+        bool ok = static_cast<bool>(pipesched::validate(pol));
+        const auto result = pipesched::simulate(pol);
+        double makespan = result.makespan;
+        benchmark::DoNotOptimize(makespan);
+        valid = valid && ok && static_cast<bool>(result.check);
+    }
+    if (!valid) {
+        state.SkipWithError("validate or simulate rejected a library policy");
+        return;
+    }
+    finish(state, pol, reference(pol));
+}
+
 std::string shape_label(const pipesched::shape& s) {
     return "p" + std::to_string(s.ranks) + "_m" + std::to_string(s.microbatches) + "_v" +
            std::to_string(s.chunks);
@@ -273,6 +321,19 @@ constexpr pipesched::shape small_multi{8, 32, 2};
     add("BM_validate", "iteration_interleaved", iteration{interleaved{big_multi}}, &bm_validate<iteration>);
     add("BM_simulate", "iteration_interleaved", iteration{interleaved{{32, 256, 2}}}, &bm_simulate<iteration>);
     add("BM_simulate", "iteration_interleaved", iteration{interleaved{big_multi}}, &bm_simulate<iteration>);
+    // Every catalogued schedule at the two shapes of the comparison with PyTorch.
+    for (const pipesched::schedule_info& info : pipesched::schedules) {
+        for (const pipesched::shape base : {pipesched::shape{8, 64, 1}, pipesched::shape{32, 256, 1}}) {
+            pipesched::schedule_options o{};
+            o.shape = {base.ranks, base.microbatches, info.multi_chunk ? 2u : 1u};
+            pipesched::with_schedule(info.id, o, [&](const auto& pol) {
+                using P = std::remove_cvref_t<decltype(pol)>;
+                add("BM_ratio_order", pol.name, pol, &bm_ratio_order<P>);
+                add("BM_ratio_iteration", pol.name, pol, &bm_ratio_iteration<P>);
+                add("BM_ratio_replay", pol.name, pol, &bm_ratio_replay<P>);
+            });
+        }
+    }
     return true;
 }();
 

@@ -40,32 +40,32 @@ PIPESCHED_VERIFY(ps::stage_of(ps::placement::bidirectional, 4, 1, 0) == 1 &&
                  ps::locate_stage(ps::placement::bidirectional, 4, 6) == ps::rank_chunk{1, 1});
 // Two pipelines of p stages: 0..3 fed at rank 0, 4..7 fed at rank 3 (stage 4 is chunk 1 of
 // rank 3). Stage 3 is a loss stage and does not feed stage 4; stage 4 has no sender.
-constexpr ps::detail::stage_line two = ps::detail::stage_line::of(ps::placement::bidirectional, 8);
-PIPESCHED_VERIFY(two.split == 4 && two.two_pipelines() && !ps::detail::stage_line{8}.two_pipelines());
-PIPESCHED_VERIFY(ps::detail::is_loss_stage(3, two) && ps::detail::is_loss_stage(7, two) &&
-                 !ps::detail::is_loss_stage(4, two) && ps::detail::is_loss_stage(7, 8) &&
+constexpr ps::detail::stage_line bidirectional_line = ps::detail::stage_line::of(ps::placement::bidirectional, 8);
+PIPESCHED_VERIFY(bidirectional_line.split == 4 && bidirectional_line.two_pipelines() && !ps::detail::stage_line{8}.two_pipelines());
+PIPESCHED_VERIFY(ps::detail::is_loss_stage(3, bidirectional_line) && ps::detail::is_loss_stage(7, bidirectional_line) &&
+                 !ps::detail::is_loss_stage(4, bidirectional_line) && ps::detail::is_loss_stage(7, 8) &&
                  !ps::detail::is_loss_stage(3, 8));
-PIPESCHED_VERIFY(!ps::detail::has_sender(ps::detail::tensor::activation, 4, two) &&
-                 !ps::detail::has_receiver(ps::detail::tensor::activation, 3, two) &&
-                 !ps::detail::has_sender(ps::detail::tensor::gradient, 3, two) &&
-                 !ps::detail::has_receiver(ps::detail::tensor::gradient, 4, two) &&
-                 ps::detail::has_sender(ps::detail::tensor::activation, 5, two) &&
+PIPESCHED_VERIFY(!ps::detail::has_sender(ps::detail::tensor::activation, 4, bidirectional_line) &&
+                 !ps::detail::has_receiver(ps::detail::tensor::activation, 3, bidirectional_line) &&
+                 !ps::detail::has_sender(ps::detail::tensor::gradient, 3, bidirectional_line) &&
+                 !ps::detail::has_receiver(ps::detail::tensor::gradient, 4, bidirectional_line) &&
+                 ps::detail::has_sender(ps::detail::tensor::activation, 5, bidirectional_line) &&
                  ps::detail::has_sender(ps::detail::tensor::activation, 4, 8));
 /// The input of stage 5's F of microbatch 6 (F of stage 4); of stage 4's F, none.
 constexpr bool inputs_follow_the_pipelines() {
     ps::action in{};
-    const bool f5 = ps::detail::cross_stage_input(ps::action{5, op::forward, 6}, two, in) && in.stage == 4;
-    const bool f4 = !ps::detail::cross_stage_input(ps::action{4, op::forward, 6}, two, in);
-    const bool b3 = !ps::detail::cross_stage_input(ps::action{3, op::backward, 1}, two, in);
-    const bool b2 = ps::detail::cross_stage_input(ps::action{2, op::backward, 1}, two, in) && in.stage == 3;
+    const bool f5 = ps::detail::cross_stage_input(ps::action{5, op::forward, 6}, bidirectional_line, in) && in.stage == 4;
+    const bool f4 = !ps::detail::cross_stage_input(ps::action{4, op::forward, 6}, bidirectional_line, in);
+    const bool b3 = !ps::detail::cross_stage_input(ps::action{3, op::backward, 1}, bidirectional_line, in);
+    const bool b2 = ps::detail::cross_stage_input(ps::action{2, op::backward, 1}, bidirectional_line, in) && in.stage == 3;
     return f5 && f4 && b3 && b2;
 }
 PIPESCHED_VERIFY(inputs_follow_the_pipelines());
 // The first m/2 microbatches run on stages 0..p-1, the others on p..2p-1.
-PIPESCHED_VERIFY(ps::detail::runs_unit(two, 3, 3, 8) && !ps::detail::runs_unit(two, 3, 4, 8) &&
-                 ps::detail::runs_unit(two, 4, 4, 8) && !ps::detail::runs_unit(two, 4, 3, 8) &&
+PIPESCHED_VERIFY(ps::detail::runs_unit(bidirectional_line, 3, 3, 8) && !ps::detail::runs_unit(bidirectional_line, 3, 4, 8) &&
+                 ps::detail::runs_unit(bidirectional_line, 4, 4, 8) && !ps::detail::runs_unit(bidirectional_line, 4, 3, 8) &&
                  ps::detail::runs_unit(8, 4, 3, 8));
-// A cost per microbatch of a rank's layers: one chunk's worth per DualPipe chunk (two copies).
+// A cost per microbatch of a rank's layers: one chunk's worth per DualPipe chunk (bidirectional_line copies).
 PIPESCHED_VERIFY(ps::chunks_per_copy(ps::placement::bidirectional, 2) == 1 &&
                  ps::chunks_per_copy(ps::placement::v_shape, 2) == 2);
 
@@ -222,7 +222,7 @@ TEST_CASE("dualpipe: parameters 2x: each rank runs one stage of each of two copi
 }
 
 /// Largest idle time over the ranks with per-chunk costs F, I, W, F&B (B = I + W).
-double dualpipe_idle(std::uint32_t p, std::uint32_t m, double f, double i, double w, double fb) {
+double bidirectional_idle(std::uint32_t p, std::uint32_t m, double f, double i, double w, double fb) {
     ps::cost_model c{};
     c.uniform = {f, i + w, i, w, fb};
     const ps::simulation s = ps::simulate(ps::dualpipe{{.ranks = p, .microbatches = m, .chunks = 2}}, c);
@@ -242,7 +242,7 @@ TEST_CASE("dualpipe: bubble (PP/2-1)(F&B+B-3W) with PP = p, exactly when F = I a
                 for (std::uint32_t p = 2; p <= 8; p += 2) {
                     for (const std::uint32_t m : {2 * p, 2 * p + 2, 4 * p}) {
                         INFO("F=" << f << " W=" << w << " F&B=" << fb << " p=" << p << " m=" << m);
-                        const double idle = dualpipe_idle(p, m, f, i, w, fb);
+                        const double idle = bidirectional_idle(p, m, f, i, w, fb);
                         const double half = p / 2.0 - 1.0;
                         ++cases;
                         if (w <= f) {
@@ -257,7 +257,7 @@ TEST_CASE("dualpipe: bubble (PP/2-1)(F&B+B-3W) with PP = p, exactly when F = I a
     }
     CHECK(cases == 4 * 5 * 3 * 4 * 3);
     // F != I: F = 2, I = W = 1, F&B = 3 idles more than the formula says.
-    CHECK(dualpipe_idle(8, 24, 2.0, 1.0, 1.0, 3.0) > 3.0 * (3.0 + 2.0 - 3.0) + 1e-9);
+    CHECK(bidirectional_idle(8, 24, 2.0, 1.0, 1.0, 3.0) > 3.0 * (3.0 + 2.0 - 3.0) + 1e-9);
 }
 
 // ---------------------------------------------------------------------------------------------

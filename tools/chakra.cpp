@@ -292,8 +292,6 @@ int run_chakra(const parsed_args& args) {
     estimate.shape = req.options.shape;
     estimate.bytes_per_unit = chakra_bytes_per_unit * o.data_parallel;
     estimate.build_bytes = schedule_build_bytes(req.id, req.options.shape);
-    estimate.units_replayed =
-        std::uint64_t{estimate.shape.ranks} * estimate.shape.chunks * estimate.shape.microbatches * o.data_parallel;
     require_within_budget(estimate,
                           o.data_parallel > 1 ? "chakra --data-parallel " + number_text(o.data_parallel) : "chakra",
                           "use fewer ranks, chunks or microbatches (each data-parallel replica has its own traces)");

@@ -337,11 +337,6 @@ void require_within_budget(const resource_estimate& e, std::string_view what, st
         fail(std::string{what} + " needs about " + number_text(gib) + " GiB for " + shape_text(s) + " (" + figures +
              "), more than the tool's " + number_text(memory_budget >> 30) + " GiB: " + std::string{advice});
     }
-    if (e.units_replayed > work_budget) {
-        fail(std::string{what} + " would replay " + number_text(e.units_replayed) +
-             " (stage, microbatch) units for " + shape_text(s) + ", more than the tool's " +
-             number_text(work_budget) + " (about 15 s at most): " + std::string{advice});
-    }
 }
 
 std::string read_input(std::string_view path) {

@@ -31,6 +31,8 @@
 #include <pipesched/shape.hpp>
 #include <pipesched/version.hpp>
 
+#include "progress.hpp"
+
 namespace pipesched::cli {
 
 inline constexpr std::string_view program_name = "pipesched";
@@ -70,8 +72,10 @@ class output_buffer {
     }
     void flush() {
         if (!text_.empty() && !failed_) {
+            progress::before_output();
             if (std::fwrite(text_.data(), 1, text_.size(), file_) != text_.size())
                 failed_ = true;
+            progress::wrote(text_.size());
         }
         text_.clear();
     }
@@ -307,23 +311,16 @@ inline constexpr std::size_t max_input_bytes = std::size_t{64} << 20;
 /// pipesched::iteration_check_bytes_per_unit, iteration_replay_bytes_per_unit; a text timeline
 /// also keeps every action's times), so three numbers on the command line can ask for
 /// terabytes (65535 ranks x 256 chunks x 65536 microbatches); beyond the budget the shape is a
-/// usage error, not a failed allocation.
+/// usage error, not a failed allocation. It is the one limit on the size of the work: what fits
+/// runs, however long it takes (a replay takes 0.03 to 0.17 us of CPU per unit; a Chrome trace
+/// writes about 340 bytes per action), and shows its progress on a terminal (progress.hpp).
 inline constexpr std::uint64_t memory_budget = std::uint64_t{4} << 30;
 
-/// The most (stage, microbatch) units one command replays, by its own estimate: 2^26, so that
-/// every command answers or refuses within a minute. A replay takes 0.03 to 0.17 us of CPU per
-/// unit (2-core guest, g++ 12 -O3, 2026-12-06: GPipe 2^27 units 4.6 s, ZBVZeroBubble 25 s,
-/// DualPipeV 2^26 units 11 s), so 2^26 units take at most about 15 s; the memory budget alone
-/// let `simulate --format json` replay 2^32 units, many minutes. Output written as it is
-/// produced without a replay (`order`) is not counted: it answers from the first line.
-inline constexpr std::uint64_t work_budget = std::uint64_t{1} << 26;
-
-/// What one command will hold and do, estimated before it allocates anything.
+/// What one command will hold, estimated before it allocates anything.
 struct resource_estimate {
     pipesched::shape shape{};         ///< the largest shape it analyses (named in the message)
     std::uint64_t bytes_per_unit = 0; ///< held per (stage, microbatch) unit of `shape`
     std::uint64_t build_bytes = 0;    ///< held to build the schedule (schedule_build_bytes)
-    std::uint64_t units_replayed = 0; ///< (stage, microbatch) units replayed in all, over every schedule
 };
 
 /// What building the schedule `id` holds for shape s before any analysis: the order a
@@ -332,9 +329,9 @@ struct resource_estimate {
 std::uint64_t schedule_build_bytes(pipesched::schedule_id id, const pipesched::shape& s);
 
 /// A usage error if `what` (a command and its format, as the user typed them) would hold more
-/// than memory_budget or replay more than work_budget units: it names the shape, the estimate
-/// and the budget, then `advice`. The one place every command's estimate is checked. A shape
-/// beyond the event's fields (check_common) passes: the policy refuses it, naming the field.
+/// than memory_budget: it names the shape, the estimate and the budget, then `advice`. The one
+/// place every command's estimate is checked. A shape beyond the event's fields (check_common)
+/// passes: the policy refuses it, naming the field.
 void require_within_budget(const resource_estimate& e, std::string_view what, std::string_view advice);
 
 /// The whole of a file, or of standard input for "-", read in blocks up to max_input_bytes.

@@ -18,6 +18,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
 
 namespace pipesched::cli {
 
@@ -84,6 +85,9 @@ int dispatch(std::span<const std::string_view> args) {
     const parsed_args parsed{*cmd, rest};
     if (cmd->run == nullptr) // only `help` has none, and it is handled above
         throw std::logic_error{"no handler for command " + quoted(cmd->name)};
+    // Work past a second shows its progress on a terminal (progress.hpp); the line is gone
+    // before main() reports an error.
+    const progress::session reporting{cmd->name};
     return cmd->run(parsed);
 }
 

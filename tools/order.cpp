@@ -37,10 +37,12 @@ int run_order(const parsed_args& args) {
     return with_requested_schedule(req, [&](const auto& pol) -> int {
         output_buffer out{stdout};
         const pipesched::shape s = pol.shape;
+        progress::task("writing every rank's order", s.ranks, "ranks");
         for (std::uint32_t r = 0; r < s.ranks && !out.failed(); ++r) {
             csv_line_sink<std::remove_cvref_t<decltype(pol)>> sink{&pol, &out};
             pipesched::emit(pol, r, sink);
             out.put('\n');
+            progress::advance();
         }
         if (!out.finish()) {
             std::fputs("pipesched: error writing the output\n", stderr);

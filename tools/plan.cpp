@@ -364,19 +364,10 @@ int run_plan(const parsed_args& args) {
         estimate.shape = {static_cast<std::uint32_t>(t.pipeline_parallel), static_cast<std::uint32_t>(mb_count),
                           most_chunks};
         estimate.bytes_per_unit = pipesched::structure_check_bytes_per_unit;
-        const std::uint64_t pm = std::uint64_t{estimate.shape.ranks} * estimate.shape.microbatches;
         for (const pipesched::schedule_info& info : pipesched::schedules) {
             estimate.build_bytes = std::max(
                 estimate.build_bytes, schedule_build_bytes(info.id, {estimate.shape.ranks, estimate.shape.microbatches, 2}));
-            if (!info.multi_chunk)
-                estimate.units_replayed += pm;
-            else if (info.chunks == pipesched::chunk_rule::two)
-                estimate.units_replayed += 2 * pm;
-            else
-                for (const std::uint32_t v : chunk_counts)
-                    estimate.units_replayed += v * pm;
         }
-        estimate.units_replayed += 5 * pm; // the auto-scheduler's answers, one per placement
         require_within_budget(estimate, "plan", "use fewer microbatches or pipeline ranks");
         const pl::plan_result r = pl::plan(m, t, g, o, ma.padded_vocab_for_megatron);
         for (const std::string& word : ma.ignored)

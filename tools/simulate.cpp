@@ -91,6 +91,15 @@ struct to_output {
     void operator()(std::string_view piece) const { out->append(piece); }
 };
 
+/// A timeline sink that counts what it passes on, for the progress line (progress.hpp).
+template <class Sink> struct counted {
+    Sink* sink;
+    template <class Timed> void push(const Timed& t) {
+        progress::advance();
+        sink->push(t);
+    }
+};
+
 /// A simulation the library refused although validation passed: costs that are not usable or
 /// whose sums overflow name the --cost key (fail_simulation); anything else says why.
 [[noreturn]] void refused(std::string_view schedule, const pipesched::verdict& check) {
@@ -178,6 +187,9 @@ static_assert(memory_budget == std::uint64_t{4} << 30 && memory_per_unit("json",
                   memory_per_unit("text", false) == 241 && memory_per_unit("chrome", true) == 32,
               "update simulate's and compare's help texts and README.md (Command line) to the memory estimates");
 
+// Long: the flags, the memory estimate and the three formats (the Chrome trace of a schedule
+// or of its iteration, each with its progress count) share the schedule's concrete type inside
+// one with_requested_schedule call; split, each part would take all of them as parameters.
 int run_simulate(const parsed_args& args) {
     const cost_request costs = read_costs(args);
     const std::string format = format_choice(args, {"text", "json", "chrome"});
@@ -194,7 +206,6 @@ int run_simulate(const parsed_args& args) {
     estimate.shape = req.options.shape;
     estimate.bytes_per_unit = memory_per_unit(format, args.get("iteration").has_value());
     estimate.build_bytes = schedule_build_bytes(req.id, req.options.shape);
-    estimate.units_replayed = std::uint64_t{estimate.shape.ranks} * estimate.shape.chunks * estimate.shape.microbatches;
     require_within_budget(estimate, "simulate --format " + format + (args.get("iteration") ? " --iteration" : ""),
                           format == "text" ? "--format json or chrome keep no timeline; or fewer ranks, chunks or microbatches"
                                            : "use fewer ranks, chunks or microbatches");
@@ -208,31 +219,41 @@ int run_simulate(const parsed_args& args) {
                                   number_text(pol.shape.ranks) + " m=" + number_text(pol.shape.microbatches) +
                                   " v=" + number_text(pol.shape.chunks);
         if (format == "chrome") {
-            // Streamed: written as the replay produces it, whatever its size.
+            // Streamed: written as the replay produces it, whatever its size (about 340 bytes
+            // per action), with its progress on a terminal.
             pipesched::trace_options options{};
             options.process_name = title;
+            using stream = pipesched::chrome_trace_stream<to_output>;
             if (args.get("iteration")) {
                 // The same schedule inside one iteration with Megatron's defaults, replayed with
                 // the same compute costs (communication free: the trace shows where it lands).
                 options.process_name = title + " (one iteration)";
-                pipesched::chrome_trace_stream<to_output> trace{to_output{&out}, policy::layout, pol.shape, options};
+                const pipesched::iteration whole{pol};
+                progress::task("writing the Chrome trace of one iteration of " + title, pipesched::event_count(whole),
+                               "events");
+                stream trace{to_output{&out}, policy::layout, pol.shape, options};
+                counted<stream> counting{&trace};
                 pipesched::iteration_cost_model it_costs{};
                 it_costs.compute = model;
-                pipesched::as_timed_actions<pipesched::chrome_trace_stream<to_output>> adapter{
-                    &trace, policy::layout, pol.shape.ranks};
-                const pipesched::iteration_simulation sim = pipesched::simulate(pipesched::iteration{pol}, it_costs, adapter);
+                pipesched::as_timed_actions<counted<stream>> adapter{&counting, policy::layout, pol.shape.ranks};
+                const pipesched::iteration_simulation sim = pipesched::simulate(whole, it_costs, adapter);
                 if (!sim.check)
                     refused(name, sim.check);
                 trace.finish();
             } else {
-                pipesched::chrome_trace_stream<to_output> trace{to_output{&out}, policy::layout, pol.shape, options};
-                const pipesched::simulation sim = pipesched::simulate(pol, model, trace);
+                progress::task("writing the Chrome trace of " + title, pipesched::event_count(pol), "actions");
+                stream trace{to_output{&out}, policy::layout, pol.shape, options};
+                counted<stream> counting{&trace};
+                const pipesched::simulation sim = pipesched::simulate(pol, model, counting);
                 if (!sim)
                     refused(name, sim.check);
                 trace.finish();
             }
             return finish_output(out);
         }
+        progress::task("replaying " + title + " (" +
+                       number_text(std::uint64_t{pol.shape.ranks} * pol.shape.chunks * pol.shape.microbatches) +
+                       " (stage, microbatch) units)");
         pipesched::chrome_trace_sink records;
         pipesched::discard_timeline none{};
         // The summary alone needs no records.
@@ -259,10 +280,11 @@ const command_spec simulate_command{"simulate", "replay a schedule on a cost mod
      "Replays the schedule (or, with --csv FILE, a schedule read from PyTorch CSV) with the given\n"
      "costs. text: a timeline (one row per rank, '.' idle) and the summary; json: {makespan,\n"
      "bubble_fraction, peak_activations, busy, idle} per rank (and exposed_all_to_all when --cost\n"
-     "gives MoE all-to-all); chrome: trace-event JSON for\n"
-     "ui.perfetto.dev or chrome://tracing, written as it is produced. A shape whose replay would\n"
-     "hold more than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 32 with\n"
-     "--iteration) or replay more than 2^26 (stage, microbatch) units is refused with exit 2.",
+     "gives MoE all-to-all); chrome: trace-event JSON for ui.perfetto.dev or chrome://tracing,\n"
+     "written as it is produced (about 340 bytes per action). A shape whose replay would hold more\n"
+     "than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 32 with\n"
+     "--iteration) is refused with exit 2; anything smaller runs, showing its progress on a\n"
+     "terminal after a second.",
      simulate_flags, run_simulate};
 
 } // namespace pipesched::cli

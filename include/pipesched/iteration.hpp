@@ -39,6 +39,7 @@
 #include "event.hpp"
 #include "policy.hpp"
 #include "shape.hpp"
+#include "sink.hpp"
 #include "timing_model.hpp"
 
 namespace pipesched {
@@ -127,6 +128,218 @@ public:
         return n;
     }
 
+private:
+    /// Where a chunk's backward work is counted for an overlapped grad_sync: inline for up to
+    /// 16 chunks, on the heap beyond (only when grad sync is overlapped).
+    struct backward_counts {
+        static constexpr std::uint32_t inline_chunks = 16;
+        std::array<std::uint16_t, inline_chunks> first{};
+        std::vector<std::uint16_t> more{};
+        constexpr backward_counts() = default;
+        constexpr backward_counts(const pipesched::shape& dims, const iteration_options& o) {
+            if (o.grad_sync == grad_sync_mode::overlapped && dims.chunks > inline_chunks) {
+                more.assign(dims.chunks - inline_chunks, 0);
+            }
+        }
+        [[nodiscard]] constexpr std::uint16_t& operator[](std::uint32_t chunk) noexcept {
+            return chunk < inline_chunks ? first[chunk] : more[chunk - inline_chunks];
+        }
+    };
+
+    /// The events iteration<P> places around P's, written once for the two ways of reading
+    /// them: the cursor (one compute event at a time, into its queue) and generate() (P's phase
+    /// loops, into a sink). `out(event)` receives each event in order.
+    struct expansion {
+        pipesched::shape dims{};
+        iteration_options options{};
+        std::uint16_t rank = 0;
+
+        [[nodiscard]] constexpr std::uint32_t stage(std::uint32_t r, std::uint32_t chunk) const noexcept {
+            return stage_of(layout, dims.ranks, r, chunk);
+        }
+        /// The rank of the stage after (next) or before that of compute event e.
+        [[nodiscard]] constexpr std::uint32_t neighbour(const event& e, bool next) const noexcept {
+            return neighbour_rank(layout, dims.ranks, e.rank, e.chunk, next);
+        }
+        /// e (of stage s) sends to, or receives from, the next stage on another rank: the
+        /// stage the timing model sends its activation to (and takes its gradient from).
+        [[nodiscard]] constexpr bool crosses_to_next(std::uint32_t s, const event& e) const noexcept {
+            return options.p2p && detail::has_receiver(detail::tensor::activation, s, dims.stages()) &&
+                   neighbour(e, true) != e.rank;
+        }
+        /// ... the previous stage: the one that sends it its activation.
+        [[nodiscard]] constexpr bool crosses_to_previous(std::uint32_t s, const event& e) const noexcept {
+            return options.p2p && detail::has_sender(detail::tensor::activation, s, dims.stages()) &&
+                   neighbour(e, false) != e.rank;
+        }
+        [[nodiscard]] constexpr bool last_stage(std::uint32_t s) const noexcept {
+            return detail::is_loss_stage(s, dims.stages());
+        }
+        [[nodiscard]] constexpr event iteration_event(op kind, std::uint32_t chunk) const noexcept {
+            return event{kind, static_cast<std::uint8_t>(chunk), rank, 0, no_peer};
+        }
+        /// The send or receive of e's tensor with the next stage's rank (next) or the previous'.
+        [[nodiscard]] constexpr event p2p(op kind, const event& e, bool next) const noexcept {
+            return event{kind, e.chunk, e.rank, e.microbatch, static_cast<std::uint16_t>(neighbour(e, next))};
+        }
+
+        /// The events of the prologue (before P's first).
+        template <class Out>
+        constexpr void prologue(Out& out) const {
+            if (options.param_gather == param_gather_mode::next_iteration) out(iteration_event(op::param_gather, 0));
+        }
+
+        /// One event of P that is not an overlap_f_b marker opening a pair, and what goes around it.
+        template <class Out>
+        [[gnu::always_inline]] constexpr void expand(const event& e, Out& out, backward_counts& counts) const {
+            const std::uint32_t s = stage(e.rank, e.chunk);
+            switch (e.kind) {
+            case op::forward:
+                if (crosses_to_previous(s, e)) out(p2p(op::recv_activation, e, false));
+                out(e);
+                if (last_stage(s)) out(event{op::loss, e.chunk, e.rank, e.microbatch, no_peer});
+                if (crosses_to_next(s, e)) out(p2p(op::send_activation, e, true));
+                return;
+            case op::backward:
+            case op::backward_input:
+                if (crosses_to_next(s, e)) out(p2p(op::recv_gradient, e, true));
+                if (options.activation_checkpointing) out(event{op::recompute, e.chunk, e.rank, e.microbatch, no_peer});
+                out(e);
+                if (crosses_to_previous(s, e)) out(p2p(op::send_gradient, e, false));
+                if (e.kind == op::backward) finish_backward(e.chunk, out, counts);
+                return;
+            case op::backward_weight:
+                out(e);
+                finish_backward(e.chunk, out, counts);
+                return;
+            default: out(e); return;
+            }
+        }
+
+        /// A marker and the F and B/I after it (opens_pair): the receives of both (and the B's
+        /// recompute) before the marker, the F's loss and the sends of both after the pair.
+        template <class Out>
+        constexpr void expand_pair(const event& marker, const event& f, const event& b, Out& out,
+                                   backward_counts& counts) const {
+            const std::uint32_t sf = stage(f.rank, f.chunk);
+            const std::uint32_t sb = stage(b.rank, b.chunk);
+            if (crosses_to_previous(sf, f)) out(p2p(op::recv_activation, f, false));
+            if (crosses_to_next(sb, b)) out(p2p(op::recv_gradient, b, true));
+            if (options.activation_checkpointing) out(event{op::recompute, b.chunk, b.rank, b.microbatch, no_peer});
+            out(marker);
+            out(f);
+            out(b);
+            if (last_stage(sf)) out(event{op::loss, f.chunk, f.rank, f.microbatch, no_peer});
+            if (crosses_to_next(sf, f)) out(p2p(op::send_activation, f, true));
+            if (crosses_to_previous(sb, b)) out(p2p(op::send_gradient, b, false));
+            if (b.kind == op::backward) finish_backward(b.chunk, out, counts);
+        }
+
+        /// Whether f and b complete the pair a marker opens.
+        [[nodiscard]] static constexpr bool pair_after_marker(const event& f, const event& b) noexcept {
+            return f.kind == op::forward && (b.kind == op::backward || b.kind == op::backward_input);
+        }
+
+        /// Counts the chunk's backward work (B, or W); after its m-th, the chunk's gradients
+        /// are complete and an overlapped grad_sync follows. The 16-bit count wraps exactly at
+        /// m = 65536, the largest m, where (uint16)m is 0.
+        template <class Out>
+        constexpr void finish_backward(std::uint32_t chunk, Out& out, backward_counts& counts) const {
+            if (options.grad_sync != grad_sync_mode::overlapped || chunk >= dims.chunks) return;
+            std::uint16_t& done = counts[chunk];
+            ++done;
+            if (done == static_cast<std::uint16_t>(dims.microbatches)) out(iteration_event(op::grad_sync, chunk));
+        }
+
+        /// The epilogue's next event, from step `step` on (advanced past it); false when there is
+        /// none left. One event per call, so that the cursor's queue stays small.
+        template <class Out>
+        constexpr bool epilogue(std::uint16_t& step, Out& out) const {
+            const std::uint32_t v = dims.chunks;
+            while (step <= v + 2) {
+                const std::uint32_t k = step++;
+                if (k < v) {
+                    if (options.grad_sync == grad_sync_mode::at_end) {
+                        out(iteration_event(op::grad_sync, k));
+                        return true;
+                    }
+                } else if (k == v) {
+                    if (options.grad_norm) {
+                        out(iteration_event(op::grad_norm, 0));
+                        return true;
+                    }
+                } else if (k == v + 1) {
+                    out(iteration_event(op::optimizer_step, 0));
+                    return true;
+                } else if (options.param_gather == param_gather_mode::after_step) {
+                    out(iteration_event(op::param_gather, 0));
+                    return true;
+                }
+            }
+            return false;
+        }
+    };
+
+public:
+    /// Every event of one rank into f, through P's own emit path (its phase loops, when it has
+    /// them) instead of the cursor: what emit(iteration, ...) runs, several times faster than
+    /// pulling the cursor. The same events in the same order as the cursor (test_iteration.cpp
+    /// compares them for every policy): an overlapped pair, which the cursor finds by looking
+    /// ahead, is held here until its F and B/I have arrived.
+    template <class F>
+    constexpr void generate(std::uint32_t r, F& f) const {
+        detail::require_usable(*this, r);
+        const expansion x{shape, options, static_cast<std::uint16_t>(r)};
+        backward_counts counts{shape, options};
+        auto out = [&f](const event& e) { f(e); };
+        x.prologue(out);
+        struct pairing_sink {
+            const expansion* x;
+            decltype(out)* o;
+            backward_counts* counts;
+            // A marker waiting for its F (held 1), and for its B/I (held 2, f_ holds the F).
+            std::uint8_t held = 0;
+            event marker_{};
+            event f_{};
+            [[gnu::always_inline]] constexpr void push(const event& e) {
+                if (held == 0 && e.kind != op::overlap_f_b) return x->expand(e, *o, *counts);
+                take(e);
+            }
+            constexpr void take(const event& e) {
+                if (held == 0) { // a marker
+                    marker_ = e;
+                    held = 1;
+                } else if (held == 1) {
+                    if (e.kind == op::forward) {
+                        f_ = e;
+                        held = 2;
+                        return;
+                    }
+                    held = 0;
+                    (*o)(marker_); // not a pair: passed on as it is, for validation to report
+                    push(e);
+                } else {
+                    held = 0;
+                    if (expansion::pair_after_marker(f_, e)) return x->expand_pair(marker_, f_, e, *o, *counts);
+                    (*o)(marker_);
+                    x->expand(f_, *o, *counts);
+                    push(e);
+                }
+            }
+            constexpr void finish() {
+                if (held != 0) (*o)(marker_);
+                if (held == 2) x->expand(f_, *o, *counts);
+                held = 0;
+            }
+        };
+        pairing_sink sink{&x, &out, &counts};
+        emit(policy, r, sink);
+        sink.finish();
+        std::uint16_t step = 0;
+        while (x.epilogue(step, out)) {
+        }
+    }
+
     /// Self-contained (it copies the shape and options, so it outlives the iteration it came
     /// from) and small: the policy's cursor, a queue of at most eleven pending events, and,
     /// only when grad sync is overlapped, a 16-bit backward counter per chunk (inline for up
@@ -135,14 +348,10 @@ public:
     public:
         constexpr cursor_type() = default;
         constexpr cursor_type(const iteration& it, std::uint32_t rank)
-            : inner_{it.policy.cursor(rank)}, dims_{it.shape}, options_{it.options},
-              rank_{static_cast<std::uint16_t>(rank)} {
-            if (options_.grad_sync == grad_sync_mode::overlapped && dims_.chunks > inline_chunks) {
-                more_done_.assign(dims_.chunks - inline_chunks, 0);
-            }
-            if (options_.param_gather == param_gather_mode::next_iteration) {
-                push(iteration_event(op::param_gather, 0));
-            }
+            : inner_{it.policy.cursor(rank)}, rules_{it.shape, it.options, static_cast<std::uint16_t>(rank)},
+              counts_{it.shape, it.options} {
+            auto out = into_queue();
+            rules_.prologue(out);
             refill();
         }
 
@@ -155,90 +364,26 @@ public:
 
     private:
         static constexpr std::uint32_t queue_size = 16; // a pair with its p2p, recompute, loss, grad_sync: 10
-        static constexpr std::uint32_t inline_chunks = 16;
-
-        [[nodiscard]] constexpr std::uint32_t stage(std::uint32_t rank, std::uint32_t chunk) const noexcept {
-            return stage_of(layout, dims_.ranks, rank, chunk);
-        }
-        /// The rank of the stage after (next) or before that of compute event e.
-        [[nodiscard]] constexpr std::uint32_t neighbour(const event& e, bool next) const noexcept {
-            return neighbour_rank(layout, dims_.ranks, e.rank, e.chunk, next);
-        }
-        /// e (of stage s) sends to, or receives from, the next stage on another rank: the
-        /// stage the timing model sends its activation to (and takes its gradient from).
-        [[nodiscard]] constexpr bool crosses_to_next(std::uint32_t s, const event& e) const noexcept {
-            return options_.p2p && detail::has_receiver(detail::tensor::activation, s, dims_.stages()) &&
-                   neighbour(e, true) != e.rank;
-        }
-        /// ... the previous stage: the one that sends it its activation.
-        [[nodiscard]] constexpr bool crosses_to_previous(std::uint32_t s, const event& e) const noexcept {
-            return options_.p2p && detail::has_sender(detail::tensor::activation, s, dims_.stages()) &&
-                   neighbour(e, false) != e.rank;
-        }
-        [[nodiscard]] constexpr bool last_stage(std::uint32_t s) const noexcept {
-            return detail::is_loss_stage(s, dims_.stages());
-        }
 
         constexpr void push(const event& e) noexcept { queue_[tail_++ % queue_size] = e; }
-        [[nodiscard]] constexpr event iteration_event(op kind, std::uint32_t chunk) const noexcept {
-            return event{kind, static_cast<std::uint8_t>(chunk), rank_, 0, no_peer};
-        }
-        /// The send or receive of e's tensor with the next stage's rank (next) or the previous'.
-        [[nodiscard]] constexpr event p2p(op kind, const event& e, bool next) const noexcept {
-            return event{kind, e.chunk, e.rank, e.microbatch, static_cast<std::uint16_t>(neighbour(e, next))};
+        [[nodiscard]] constexpr auto into_queue() noexcept {
+            return [this](const event& e) { push(e); };
         }
 
         /// Queues the events around the next compute event, or the epilogue.
         constexpr void refill() noexcept {
+            auto out = into_queue();
             if (!inner_.done()) {
-                expand(inner_.current());
+                const event e = inner_.current();
+                if (e.kind == op::overlap_f_b) {
+                    expand_pair(e);
+                } else {
+                    rules_.expand(e, out, counts_);
+                }
                 inner_.advance();
                 return;
             }
-            const std::uint32_t v = dims_.chunks;
-            // Epilogue, one event per call so the queue stays small.
-            while (epilogue_ <= v + 2) {
-                const std::uint32_t step = epilogue_++;
-                if (step < v) {
-                    if (options_.grad_sync == grad_sync_mode::at_end) {
-                        return push(iteration_event(op::grad_sync, step));
-                    }
-                } else if (step == v) {
-                    if (options_.grad_norm) return push(iteration_event(op::grad_norm, 0));
-                } else if (step == v + 1) {
-                    return push(iteration_event(op::optimizer_step, 0));
-                } else if (options_.param_gather == param_gather_mode::after_step) {
-                    return push(iteration_event(op::param_gather, 0));
-                }
-            }
-        }
-
-        constexpr void expand(const event& e) noexcept {
-            const std::uint32_t s = stage(e.rank, e.chunk);
-            switch (e.kind) {
-            case op::forward:
-                if (crosses_to_previous(s, e)) push(p2p(op::recv_activation, e, false));
-                push(e);
-                if (last_stage(s)) push(event{op::loss, e.chunk, e.rank, e.microbatch, no_peer});
-                if (crosses_to_next(s, e)) push(p2p(op::send_activation, e, true));
-                return;
-            case op::backward:
-            case op::backward_input:
-                if (crosses_to_next(s, e)) push(p2p(op::recv_gradient, e, true));
-                if (options_.activation_checkpointing) {
-                    push(event{op::recompute, e.chunk, e.rank, e.microbatch, no_peer});
-                }
-                push(e);
-                if (crosses_to_previous(s, e)) push(p2p(op::send_gradient, e, false));
-                if (e.kind == op::backward) finish_backward(e.chunk);
-                return;
-            case op::backward_weight:
-                push(e);
-                finish_backward(e.chunk);
-                return;
-            case op::overlap_f_b: expand_pair(e); return;
-            default: push(e); return;
-            }
+            rules_.epilogue(epilogue_, out);
         }
 
         /// A marker and the F and B/I after it. A marker not followed by that is passed on as
@@ -249,48 +394,21 @@ public:
             if (look.done()) return push(marker);
             const event f = look.current();
             look.advance();
-            if (look.done() || f.kind != op::forward) return push(marker);
+            if (look.done()) return push(marker);
             const event b = look.current();
-            if (b.kind != op::backward && b.kind != op::backward_input) return push(marker);
+            if (!expansion::pair_after_marker(f, b)) return push(marker);
             inner_ = look; // refill() steps past the B
-            const std::uint32_t sf = stage(f.rank, f.chunk);
-            const std::uint32_t sb = stage(b.rank, b.chunk);
-            if (crosses_to_previous(sf, f)) push(p2p(op::recv_activation, f, false));
-            if (crosses_to_next(sb, b)) push(p2p(op::recv_gradient, b, true));
-            if (options_.activation_checkpointing) {
-                push(event{op::recompute, b.chunk, b.rank, b.microbatch, no_peer});
-            }
-            push(marker);
-            push(f);
-            push(b);
-            if (last_stage(sf)) push(event{op::loss, f.chunk, f.rank, f.microbatch, no_peer});
-            if (crosses_to_next(sf, f)) push(p2p(op::send_activation, f, true));
-            if (crosses_to_previous(sb, b)) push(p2p(op::send_gradient, b, false));
-            if (b.kind == op::backward) finish_backward(b.chunk);
-        }
-
-        /// Counts the chunk's backward work (B, or W); after its m-th, the chunk's gradients
-        /// are complete and an overlapped grad_sync follows. The 16-bit count wraps exactly at
-        /// m = 65536, the largest m, where (uint16)m is 0.
-        constexpr void finish_backward(std::uint32_t chunk) noexcept {
-            if (options_.grad_sync != grad_sync_mode::overlapped || chunk >= dims_.chunks) return;
-            std::uint16_t& done = chunk < inline_chunks ? done_[chunk] : more_done_[chunk - inline_chunks];
-            ++done;
-            if (done == static_cast<std::uint16_t>(dims_.microbatches)) {
-                push(iteration_event(op::grad_sync, chunk));
-            }
+            auto out = into_queue();
+            rules_.expand_pair(marker, f, b, out, counts_);
         }
 
         decltype(std::declval<const P&>().cursor(0u)) inner_{};
-        pipesched::shape dims_{};
-        iteration_options options_{};
-        std::uint16_t rank_ = 0;
+        expansion rules_{};
+        backward_counts counts_{};
         std::uint16_t epilogue_ = 0;
         std::uint8_t head_ = 0; // wraps with tail_: only their difference and the index mod 16 matter
         std::uint8_t tail_ = 0;
         std::array<event, queue_size> queue_{};
-        std::array<std::uint16_t, inline_chunks> done_{};
-        std::vector<std::uint16_t> more_done_{};
     };
 
     [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
