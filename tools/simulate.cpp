@@ -229,6 +229,9 @@ int run_simulate(const parsed_args& args) {
                 // the same compute costs (communication free: the trace shows where it lands).
                 options.process_name = title + " (one iteration)";
                 const pipesched::iteration whole{pol};
+                // event_count() needs an iteration the library models (DualPipe's is refused).
+                if (const pipesched::shape_check c = whole.check(); !c)
+                    fail(std::string{c.message});
                 progress::task("writing the Chrome trace of one iteration of " + title, pipesched::event_count(whole),
                                "events");
                 stream trace{to_output{&out}, policy::layout, pol.shape, options};

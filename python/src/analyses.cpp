@@ -185,7 +185,7 @@ void bind_analyses(py::module_& m) {
             py::gil_scoped_release nogil;
             sim = h.visit([&](const auto& pol) { return simulate(iteration{pol, o}, c.model, records); });
         }
-        return iteration_tuple(sim, records, h.held.index() == 1 ? placement::v_shape : placement::loop, h.dims().ranks);
+        return iteration_tuple(sim, records, h.layout(), h.dims().ranks);
     });
     m.def("validate_actions", [](const std::vector<std::vector<std::string>>& cells, std::int64_t microbatches,
                                  std::int64_t stages) {

@@ -31,11 +31,12 @@ namespace py = pybind11;
 
 using loop_schedule = any_schedule<placement::loop>;
 using v_schedule = any_schedule<placement::v_shape>;
+using bidirectional_schedule = any_schedule<placement::bidirectional>; // DualPipe
 
 /// A schedule as Python holds it: a catalogued policy, an explicit order or an auto-schedule,
 /// behind any_schedule; immutable once built, so calls may run without the GIL.
 struct schedule_handle {
-    std::variant<loop_schedule, v_schedule> held;
+    std::variant<loop_schedule, v_schedule, bidirectional_schedule> held;
     std::string name;   ///< the display name: PyTorch's for catalogued schedules, else the kind
     std::string source; ///< "catalog", "explicit" or "autoschedule"
 
@@ -45,6 +46,9 @@ struct schedule_handle {
     }
     [[nodiscard]] pipesched::shape dims() const {
         return visit([](const auto& pol) { return pol.shape; });
+    }
+    [[nodiscard]] placement layout() const {
+        return visit([]<class P>(const P&) { return P::layout; });
     }
 };
 

@@ -253,7 +253,7 @@ PYBIND11_MODULE(_pipesched, m) {
                 if (!a.empty())
                     aliases.append(std::string{a});
             out.append(py::make_tuple(std::string{s.name}, std::string{s.pytorch_name}, aliases, s.multi_chunk,
-                                      s.fixed_backward, s.layout == ps::placement::v_shape ? "v" : "loop",
+                                      s.fixed_backward, s.layout == ps::placement::v_shape ? "v" : s.layout == ps::placement::bidirectional ? "bidirectional" : "loop",
                                       ps::default_chunks(s.chunks)));
         }
         return out;
@@ -266,7 +266,9 @@ PYBIND11_MODULE(_pipesched, m) {
         .def_property_readonly("ranks", [](const schedule_handle& h) { return h.dims().ranks; })
         .def_property_readonly("microbatches", [](const schedule_handle& h) { return h.dims().microbatches; })
         .def_property_readonly("chunks", [](const schedule_handle& h) { return h.dims().chunks; })
-        .def_property_readonly("placement", [](const schedule_handle& h) { return h.held.index() == 1 ? "v" : "loop"; })
+        .def_property_readonly("placement", [](const schedule_handle& h) {
+            return h.layout() == ps::placement::v_shape ? "v" : h.layout() == ps::placement::bidirectional ? "bidirectional" : "loop";
+        })
         .def("actions", &actions_of)
         .def("events", [](const schedule_handle& h, const py::object& options) {
             return h.visit([&](const auto& pol) {

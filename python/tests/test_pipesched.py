@@ -29,7 +29,7 @@ def tool_json(*args):
 class Catalog(unittest.TestCase):
     def test_every_schedule_by_every_name(self):
         infos = ps.schedules()
-        self.assertEqual(len(infos), 11)
+        self.assertEqual(len(infos), 14)
         for info in infos:
             for name in [info.name, info.pytorch_name, *info.aliases]:
                 if not name:

@@ -130,7 +130,7 @@ set_tests_properties(cli.doc_output_plan PROPERTIES LABELS cli)
 pipesched_cli_test(plan_h800_links ARGS plan ${plan_8b} --gpu h800 --gpus-per-node 4 --nvlink-gbytes 200
     --nic-gbits 100 ${plan_8b_args} --fp8-format hybrid --optimizer sgd --grad-reduce-in-bf16 --tp-comm-overlap
     STDOUT "^model llama: [^\n]*\ngpu h800: 989\\.5 TFLOP/s, [^\n]*\n.*recommended: ")
-pipesched_cli_error(plan_nvlink_zero "--nvlink-gbytes must be above 0" plan ${plan_8b} --nvlink-gbytes 0 ${plan_8b_args})
+pipesched_cli_error(plan_nvlink_zero "--nvlink-gbytes must be at least 0.001" plan ${plan_8b} --nvlink-gbytes 0 ${plan_8b_args})
 pipesched_cli_error(plan_nic_negative "--nic-gbits needs a finite number >= 0, got .-400." plan ${plan_8b} --nic-gbits -400 ${plan_8b_args})
 pipesched_cli_error(plan_gpus_per_node_divides "--gpus-per-node 3 does not divide the 8 GPUs"
     plan ${plan_8b} --gpus-per-node 3 ${plan_8b_args})

@@ -85,6 +85,7 @@ private:
 /// PyTorch's `microbatches_per_round`, the group size when the caller gives none; equals
 /// Megatron's default p when p divides m.
 [[nodiscard]] constexpr std::uint32_t default_group_size(const shape& s) noexcept {
+    if (s.ranks == 0) return 0; // check() refuses the shape; it asks for the group first
     return s.microbatches / (s.microbatches / s.ranks > 1 ? s.microbatches / s.ranks : 1);
 }
 
