@@ -245,14 +245,16 @@ std::string moe_table() {
         {"interleaved_combined_1f1b", 2, ps::backward_kind::full, "interleaved_combined_1f1b"},
         {"ZBVZeroBubble", 2, ps::backward_kind::split, "ZBVZeroBubble"},
         {"DualPipeV", 2, ps::backward_kind::full, "DualPipeV"},
-        {"DualPipe", 1, ps::backward_kind::full, "DualPipe"},
+        {"DualPipe", 2, ps::backward_kind::full, "DualPipe"},
     };
     std::string out = "| schedule | v | iteration time | exposed all-to-all (most of a rank) | bubble | peak activations |\n"
                       "|---|---|---|---|---|---|\n";
     for (const row& w : rows) {
         const auto id = ps::find_schedule(w.schedule);
         if (!id) continue; // DualPipe: listed once the policy exists
-        const double share = 1.0 / w.chunks;
+        // A chunk's share of a rank's layers: DualPipe's two chunks each hold a whole copy's.
+        const ps::placement layout = ps::schedules[static_cast<std::size_t>(*id)].layout;
+        const double share = 1.0 / ps::chunks_per_copy(layout, w.chunks);
         ps::stage_costs c{.forward = 2.0 * share, .backward = 4.0 * share, .backward_input = 2.0 * share,
                           .backward_weight = 2.0 * share, .activation_memory = share, .weight_memory = share,
                           .forward_dispatch = share, .forward_combine = share, .backward_dispatch = share,
