@@ -22,7 +22,7 @@
 //   - a time axis with ticks at 1, 2 or 5 times a power of ten, in the cost model's unit
 //     (svg_options::unit: with "s", the axis is in ms or us when the makespan is below 1 s
 //     or 1 ms);
-//   - a legend of the ops that occur and the idle band, and a line saying what the numbers
+//   - a legend of the ops that take time and the idle band, and a line saying what the numbers
 //     mean (and, when boxes were merged, how many).
 // Background and legend rectangles have the classes ps-idle, ps-lane and ps-key, so that
 // exactly one <rect> of any other class stands for each timed action.
@@ -33,10 +33,11 @@
 // action would be narrower than one pixel, or there are more than max_boxes actions, the
 // picture is drawn thinned, as the terminal timeline scales (io/terminal_timeline.hpp): each
 // rank's lane is cut into cells of at least one pixel (wider when needed to keep the boxes
-// under max_boxes), consecutive actions of the same op that touch at that resolution become
-// one box, and an action that would add less than a cell to what is drawn is left out; such
-// boxes have no per-action title. So the output is bounded: at most max_boxes + 2 boxes per
-// lane and one label per box, whatever the number of actions.
+// under max_boxes); a cell shows each op's share of its time as a share of the lane's height
+// (stacked in the legend's order, rounded to eighths), and the same share of the same op in
+// consecutive cells is one box, whose title counts the actions it stands for. So the output
+// is bounded: at most max_boxes boxes plus one per op and lane, and no microbatch labels,
+// whatever the number of actions.
 //
 // Deterministic: the same records give the same bytes (coordinates with at most two decimals,
 // times with at most four significant digits, written with std::to_chars). Text (the title,
@@ -495,7 +496,8 @@ inline void svg_renderer::build_boxes() {
         b.height = upper || lower ? 0.5 : 1.0;
         b.odd_chunk = is_compute(t.what.kind) && layout_.chunk_of(t.what.stage) % 2 == 1;
         b.record = i;
-        present_[static_cast<std::size_t>(b.kind)] = true;
+        // The legend names what can be seen: an op whose every action takes no time is not drawn.
+        if (t.end > t.start) present_[static_cast<std::size_t>(b.kind)] = true;
         if (t.rank >= ranks_) continue;
         (in_communication_lane(t.what.kind) ? comm_[t.rank] : main_[t.rank]).push_back(b);
     }
