@@ -1,9 +1,9 @@
-// analysis/timing_model.hpp, the one header where the pipeline's rules are written, checked rule
+// timing_model.hpp, the one header where the pipeline's rules are written, checked rule
 // by rule by hand: each rule is a constexpr function of values, so every check below runs both
 // in a static_assert and at run time (where the sanitizers and coverage see it).
 #include <doctest/doctest.h>
 
-#include <pipesched/analysis/timing_model.hpp>
+#include <pipesched/timing_model.hpp>
 
 #include <array>
 #include <cstdint>

@@ -9,7 +9,9 @@
 #include <pipesched/iteration.hpp>
 #include <pipesched/pipesched.hpp>
 #include <pipesched/detail/v_controllable.hpp>
-#include <pipesched/policies/v_controllable.hpp>
+#include <pipesched/detail/v_controllable_schedule.hpp>
+#include <pipesched/policies/v_half.hpp>
+#include <pipesched/policies/v_min.hpp>
 #include <pipesched/policies/v_half.hpp>
 #include <pipesched/policies/v_min.hpp>
 
@@ -122,7 +124,7 @@ TEST_CASE("explicit schedules (V-Min, an autoschedule result) export to Chakra l
 
 } // namespace
 
-TEST_CASE("V-Min and V-Half's shared pieces: detail/v_controllable.hpp and policies/v_controllable.hpp") {
+TEST_CASE("V-Min and V-Half's shared pieces: detail/v_controllable.hpp and detail/v_controllable_schedule.hpp") {
     namespace vc = ps::detail::v_controllable;
     // The building block's slots (F chunk 0, F chunk 1, I chunk 1, I chunk 0), by hand from the
     // paper's offsets. V-Min, p = 3 (3 divides p: d = 2): r, 2p-1-r, 2p+d+r, 4p+d-1-r.

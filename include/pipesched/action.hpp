@@ -21,7 +21,6 @@
 #include "detail/enum_table.hpp"
 #include "detail/text.hpp"
 #include "event.hpp"
-#include "policy.hpp"
 #include "shape.hpp"
 
 namespace pipesched {
@@ -361,12 +360,6 @@ struct cell_parse_result {
     r.actions[0].overlapped_with_next = true;
     r.count = 2;
     return r;
-}
-
-/// The action an event runs, with the stage numbered by the policy's placement.
-template <schedule_policy P>
-[[nodiscard]] constexpr action to_action(const P& pol, const event& e) noexcept {
-    return action{stage_of(pol, e), e.kind, e.microbatch};
 }
 
 /// The event that runs an action, given where stages live.

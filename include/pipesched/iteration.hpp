@@ -39,6 +39,7 @@
 #include "event.hpp"
 #include "policy.hpp"
 #include "shape.hpp"
+#include "timing_model.hpp"
 
 namespace pipesched {
 
@@ -84,13 +85,17 @@ public:
     [[nodiscard]] constexpr std::uint32_t owner(std::uint32_t stage_index) const noexcept {
         return locate_stage(layout, shape.ranks, stage_index).rank;
     }
-    /// Whether the tensor between `stage_index` and its neighbour crosses ranks.
+    /// Whether the tensor between `stage_index` and its neighbour crosses ranks: the stage that
+    /// receives its activation (next) or sends it its activation (previous), by the timing model.
     [[nodiscard]] constexpr bool crosses_to_next(std::uint32_t stage_index) const noexcept {
-        return options.p2p && stage_index + 1 < shape.stages() &&
-               owner(stage_index + 1) != owner(stage_index);
+        std::uint32_t next = 0;
+        return options.p2p && detail::receiver_stage(detail::tensor::activation, stage_index, shape.stages(), next) &&
+               owner(next) != owner(stage_index);
     }
     [[nodiscard]] constexpr bool crosses_to_previous(std::uint32_t stage_index) const noexcept {
-        return options.p2p && stage_index > 0 && owner(stage_index - 1) != owner(stage_index);
+        std::uint32_t previous = 0;
+        return options.p2p && detail::sender_stage(detail::tensor::activation, stage_index, shape.stages(), previous) &&
+               owner(previous) != owner(stage_index);
     }
 
     /// Events on one rank: closed form, O(v).
@@ -102,7 +107,7 @@ public:
             const std::uint32_t s = stage(rank, c);
             if (crosses_to_previous(s)) n += 2 * m; // recv_activation, send_gradient
             if (crosses_to_next(s)) n += 2 * m;     // send_activation, recv_gradient
-            if (s + 1 == shape.stages()) n += m;    // loss
+            if (detail::is_loss_stage(s, shape.stages())) n += m; // loss
             if (options.activation_checkpointing) n += m;
             n += 1; // grad_sync
         }
@@ -149,15 +154,19 @@ public:
         [[nodiscard]] constexpr std::uint32_t neighbour(const event& e, bool next) const noexcept {
             return neighbour_rank(layout, dims_.ranks, e.rank, e.chunk, next);
         }
-        /// e (of stage s) sends to, or receives from, the next stage on another rank.
+        /// e (of stage s) sends to, or receives from, the next stage on another rank: the
+        /// stage the timing model sends its activation to (and takes its gradient from).
         [[nodiscard]] constexpr bool crosses_to_next(std::uint32_t s, const event& e) const noexcept {
-            return options_.p2p && s + 1 < dims_.stages() && neighbour(e, true) != e.rank;
+            return options_.p2p && detail::has_receiver(detail::tensor::activation, s, dims_.stages()) &&
+                   neighbour(e, true) != e.rank;
         }
+        /// ... the previous stage: the one that sends it its activation.
         [[nodiscard]] constexpr bool crosses_to_previous(std::uint32_t s, const event& e) const noexcept {
-            return options_.p2p && s > 0 && neighbour(e, false) != e.rank;
+            return options_.p2p && detail::has_sender(detail::tensor::activation, s, dims_.stages()) &&
+                   neighbour(e, false) != e.rank;
         }
         [[nodiscard]] constexpr bool last_stage(std::uint32_t s) const noexcept {
-            return s + 1 == dims_.stages();
+            return detail::is_loss_stage(s, dims_.stages());
         }
 
         constexpr void push(const event& e) noexcept { queue_[tail_++ % queue_size] = e; }

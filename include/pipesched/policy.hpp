@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "action.hpp"
 #include "event.hpp"
 #include "shape.hpp"
 
@@ -158,6 +159,12 @@ template <schedule_policy P>
 [[nodiscard]] constexpr std::uint32_t stage_of(const P& pol, const event& e) noexcept {
     const shape s = pol.shape;
     return stage_of(P::layout, s.ranks, e.rank, e.chunk);
+}
+
+/// The action an event runs, with the stage numbered by the policy's placement.
+template <schedule_policy P>
+[[nodiscard]] constexpr action to_action(const P& pol, const event& e) noexcept {
+    return action{stage_of(pol, e), e.kind, e.microbatch};
 }
 
 struct cursor_end {};

@@ -15,7 +15,7 @@
 #include "../sink.hpp"
 #include "iteration_validator.hpp"
 #include "sources.hpp"
-#include "timing_model.hpp"
+#include "../timing_model.hpp"
 #include "validate.hpp"
 
 namespace pipesched::detail {

@@ -13,7 +13,7 @@
 #include "../shape.hpp"
 #include "replay.hpp"
 #include "sources.hpp"
-#include "timing_model.hpp"
+#include "../timing_model.hpp"
 #include "validate.hpp"
 
 namespace pipesched::detail {

@@ -28,7 +28,7 @@
 
 #include "../action.hpp"
 #include "../event.hpp"
-#include "timing_model.hpp"
+#include "../timing_model.hpp"
 #include "verdict.hpp"
 
 namespace pipesched::detail {

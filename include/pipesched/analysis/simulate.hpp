@@ -57,7 +57,7 @@
 #include "../policy.hpp"
 #include "../stage_map.hpp"
 #include "in_flight.hpp"
-#include "timing_model.hpp"
+#include "../timing_model.hpp"
 #include "validate.hpp"
 
 namespace pipesched {

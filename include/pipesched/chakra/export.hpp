@@ -55,6 +55,7 @@
 #include "../event.hpp"
 #include "../iteration.hpp"
 #include "../policy.hpp"
+#include "../timing_model.hpp"
 #include "trace.hpp"
 #include "astra.hpp"
 
@@ -282,7 +283,7 @@ private:
             const bool grad = e.kind == op::recv_gradient;
             node& n = start(t, node_name(s, e.kind, e.microbatch), node_type::comm_recv);
             chain(n);
-            comm_attrs(n, replica_ * p_ + e.peer, global_, tag(grad ? s + 1 : s - 1, e.microbatch, grad));
+            comm_attrs(n, replica_ * p_ + e.peer, global_, tag(pipesched::detail::upstream_of(pipesched::detail::tensor_moved(e.kind), s), e.microbatch, grad));
             pending_recvs_.push_back(n.id);
             return true;
         }

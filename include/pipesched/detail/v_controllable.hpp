@@ -29,7 +29,7 @@
 // 6i), the W's in free slots (step 2) and the memory cap of the squeeze are the paper's pattern,
 // a way of building the order, not a timing of it; no replay states them, so they are written
 // here. What an action waits for (the previous stage's result, the loss stage's own F) and what
-// it does to the rank's activations are the timing model's rules (analysis/timing_model.hpp:
+// it does to the rank's activations are the timing model's rules (timing_model.hpp:
 // cross_stage_input, start_time's rule, activation_change): the squeeze and close_up ask it
 // (needed_input, next_memory) instead of writing the V's neighbours again, so close_up is a
 // replay at unit costs without latency by the same rules as simulate().
@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "../action.hpp"
-#include "../analysis/timing_model.hpp"
+#include "../timing_model.hpp"
 #include "../event.hpp"
 #include "../shape.hpp"
 

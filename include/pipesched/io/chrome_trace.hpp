@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "../analysis/simulate.hpp"
-#include "../analysis/timing_model.hpp"
+#include "../timing_model.hpp"
 #include "detail/timeline_layout.hpp"
 #include "../event.hpp"
 #include "../action.hpp"

@@ -9,8 +9,11 @@
 // events, verdicts and numbers as the policy it holds; it is not usable in constant expressions,
 // and a cursor must not outlive the any_schedule it came from.
 //
-//   ps::with_any_schedule(id, options, [](const auto& pol) { ... });  // catalog.hpp; 2 instantiations, not 15
-//   ps::any_schedule<ps::placement::loop> pol{ps::one_f_one_b<>{{4, 8}}};
+//   ps::any_schedule<ps::placement::loop> pol{ps::one_f_one_b<>{{4, 8}}};  // any policy, no catalog
+//   ps::with_any_schedule(id, options, [](const auto& pol) { ... });  // catalog.hpp, by name; 2 instantiations, not 15
+//
+// It is a policy on the policies' floor (CONTRIBUTING.md): it needs only the vocabulary and the
+// concepts, never the catalog, which builds on it (with_any_schedule).
 #pragma once
 
 #include <array>

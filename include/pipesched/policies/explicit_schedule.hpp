@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "../detail/list_cursor.hpp"
+#include "../detail/stored_order.hpp"
 #include "../event.hpp"
 #include "../action.hpp"
 #include "../policy.hpp"
@@ -36,41 +36,11 @@ template <placement Layout>
 struct explicit_build;
 
 template <placement Layout = placement::loop>
-class explicit_schedule {
+class explicit_schedule : public detail::stored_order<Layout> {
 public:
     static constexpr std::string_view name = "explicit";
-    static constexpr placement layout = Layout;
-
-    pipesched::shape shape{};
-
-    /// A pull cursor over one rank's stored events.
-    using cursor_type = detail::list_cursor<event>;
 
     constexpr explicit_schedule() = default;
-
-    [[nodiscard]] constexpr shape_check check() const noexcept {
-        if (const shape_check c = check_shape(); !c) return c;
-        if (per_rank_.size() != shape.ranks) {
-            return {false, "an explicit schedule needs one action list per rank"};
-        }
-        return shape_ok;
-    }
-    // The policy contract (policy.hpp): a rejected shape or a rank outside it throws
-    // contract_error instead of answering with an empty rank.
-    [[nodiscard]] constexpr std::size_t size(std::uint32_t rank) const {
-        detail::require_usable(*this, rank);
-        return rank < per_rank_.size() ? per_rank_[rank].size() : 0;
-    }
-    [[nodiscard]] constexpr cursor_type cursor(std::uint32_t rank) const {
-        detail::require_usable(*this, rank);
-        if (rank >= per_rank_.size()) return cursor_type{};
-        return cursor_type{std::span<const event>{per_rank_[rank]}};
-    }
-    /// The events of one rank, in order.
-    [[nodiscard]] constexpr std::span<const event> order(std::uint32_t rank) const noexcept {
-        if (rank >= per_rank_.size()) return {};
-        return per_rank_[rank];
-    }
 
     /// Most actions a rank of this shape can hold: F, I and W of each of its v·m units plus one
     /// pair marker each.
@@ -90,36 +60,13 @@ public:
         explicit_schedule out{};
         out.shape = pol.shape;
         const pipesched::shape dims = pol.shape;
-        out.per_rank_.resize(dims.ranks);
         for (std::uint32_t r = 0; r < dims.ranks; ++r) {
-            out.per_rank_[r].reserve(pol.size(r));
-            for (auto c = pol.cursor(r); !c.done(); c.advance()) out.per_rank_[r].push_back(c.current());
+            std::vector<event>& list = out.list(r);
+            list.reserve(pol.size(r));
+            for (auto c = pol.cursor(r); !c.done(); c.advance()) list.push_back(c.current());
         }
         return out;
     }
-
-    /// Appends one event to its rank's list (building a schedule by hand; autoschedule uses
-    /// it). An event of a rank beyond shape.ranks adds lists, which check() then refuses.
-    constexpr void push(const event& e) {
-        const std::size_t lists = std::max<std::size_t>(shape.ranks, std::size_t{e.rank} + 1);
-        if (per_rank_.size() < lists) per_rank_.resize(lists);
-        per_rank_[e.rank].push_back(e);
-    }
-
-protected:
-    /// For generators that build every rank's events at once (V-Min, V-Half).
-    void assign(std::vector<std::vector<event>>&& lists) { per_rank_ = std::move(lists); }
-
-private:
-    [[nodiscard]] constexpr shape_check check_shape() const noexcept {
-        if (const shape_check c = check_common(shape); !c) return c;
-        if (Layout == placement::v_shape && shape.chunks != 2) {
-            return {false, "a V-shaped explicit schedule has chunks = 2"};
-        }
-        return shape_ok;
-    }
-
-    std::vector<std::vector<event>> per_rank_{};
 };
 
 template <placement Layout>
@@ -145,7 +92,6 @@ explicit_build<Layout> explicit_schedule<Layout>::from_actions(std::span<const s
         return out;
     }
     const std::uint64_t limit = max_actions_per_rank(s);
-    out.schedule.per_rank_.resize(s.ranks);
     for (std::uint32_t r = 0; r < s.ranks; ++r) {
         const std::vector<action>& list = per_rank[r];
         const auto where = [&](std::size_t i) {
@@ -157,7 +103,7 @@ explicit_build<Layout> explicit_schedule<Layout>::from_actions(std::span<const s
                         " actions; a rank of this shape holds at most " + std::to_string(limit);
             return out;
         }
-        std::vector<event>& events_of_rank = out.schedule.per_rank_[r];
+        std::vector<event>& events_of_rank = out.schedule.list(r);
         events_of_rank.reserve(list.size());
         for (std::size_t i = 0; i < list.size(); ++i) {
             const action& a = list[i];

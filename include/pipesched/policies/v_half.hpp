@@ -1,4 +1,25 @@
-// pipesched: V-Half (v_half); defined with its sibling in v_controllable.hpp (Qi et al., NeurIPS 2024).
+// pipesched: V-Half, the V-shaped zero-bubble schedule with about 1/2 of 1F1B's activation memory.
+//
+// Qi et al., "Pipeline Parallelism with Controllable Memory" (NeurIPS 2024), section 4, and the
+// authors' repository sail-sg/zero-bubble-pipeline-parallelism (`--zero-bubble-v-schedule-mem-setup
+// half`). The order is built by detail/v_controllable.hpp and stored (detail/v_controllable_schedule.hpp,
+// which V-Min shares: accepted shapes, memory bound, peak activations).
 #pragma once
 
-#include "v_controllable.hpp"
+#include <string_view>
+
+#include "../detail/v_controllable_schedule.hpp"
+#include "../policy.hpp"
+
+namespace pipesched {
+
+/// V-Half: about 1/2 of 1F1B's activation memory.
+class v_half : public detail::v_controllable_schedule<detail::v_controllable::memory_setup::half> {
+public:
+    static constexpr std::string_view name = "v_half";
+    static constexpr schedule_traits traits{.aliases = "zbvhalf vhalfzerobubble",
+        .chunks = chunk_rule::two, .fixed_backward = true};
+    using v_controllable_schedule::v_controllable_schedule;
+};
+
+} // namespace pipesched

@@ -1,6 +1,6 @@
 // pipesched: the search's clock. Every method that builds or scores an order (the evaluation,
 // the heuristic, list scheduling, branch and bound) advances the same clock, which takes the
-// rules of the pipeline from the library's timing model (analysis/timing_model.hpp: which
+// rules of the pipeline from the library's timing model (timing_model.hpp: which
 // stage's result an action needs, when it is usable on another rank, when an action starts):
 //
 //   - F(s, i) needs F(s-1, i), I(s, i) needs I(s+1, i) (the last stage's I its own F(s, i), the
@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../analysis/timing_model.hpp"
+#include "../timing_model.hpp"
 #include "problem.hpp"
 
 namespace pipesched::detail::autosched {
@@ -48,8 +48,9 @@ public:
                 st.cost[index(k)] = pr.cost(s, k);
                 st.change[index(k)] = pr.memory_change(s, k);
             }
-            st.same_rank_f = s > 0 && pr.owner[s - 1] == pr.owner[s];
-            st.same_rank_i = s + 1 < stages_ && pr.owner[s + 1] == pr.owner[s];
+            std::uint32_t from = 0;
+            st.same_rank_f = sender_stage(tensor::activation, s, stages_, from) && pr.owner[from] == pr.owner[s];
+            st.same_rank_i = sender_stage(tensor::gradient, s, stages_, from) && pr.owner[from] == pr.owner[s];
         }
     }
 
@@ -90,6 +91,12 @@ public:
         if (k == kind::f) return input<kind::f>(s, i, at) ? at : missing;
         if (k == kind::i) return input<kind::i>(s, i, at) ? at : missing;
         return at;
+    }
+    /// The stage that reads the result of (s, K), F or I (the timing model's receiver of its
+    /// tensor: the next stage for F, the previous one for I); false if none does.
+    template <kind K>
+    [[gnu::always_inline]] [[nodiscard]] bool reader(std::uint32_t s, std::uint32_t& to) const noexcept {
+        return receiver_stage(tensor_of(op_of(K)), s, stages_, to);
     }
     /// The input of the next (s, k).
     [[gnu::always_inline]] [[nodiscard]] double ready(std::uint32_t s, kind k) const noexcept { return arrival(s, k, count(s, k)); }
@@ -172,7 +179,7 @@ private:
     [[gnu::always_inline]] [[nodiscard]] std::size_t at(std::uint32_t s, std::uint32_t i, kind k) const noexcept {
         return 2 * (std::size_t{s} * m_ + i) + (k == kind::i ? 1 : 0);
     }
-    // An action's input, by the timing model's rules (analysis/timing_model.hpp): F(s, i) needs
+    // An action's input, by the timing model's rules (timing_model.hpp): F(s, i) needs
     // the activation of F(upstream, i), I(s, i) the gradient of I(upstream, i), each usable
     // after p2p when the producer sits on another rank; the first stage has no activation to
     // wait for and the loss stage no gradient (its I follows its own F, which allowed() requires

@@ -94,8 +94,9 @@ private:
                 const std::uint32_t nf = ck.count(s, kind::f);
                 last_i = ck.free(r) + static_cast<double>(pr_.m - nf) * pr_.t[s].forward +
                          static_cast<double>(pr_.m - ni) * pr_.t[s].backward_input;
-                if (s + 1 < stages) {
-                    const double hop = pr_.owner[s + 1] == r ? 0.0 : pr_.comm;
+                std::uint32_t below = 0; // the stage that sends s its gradient
+                if (sender_stage(tensor::gradient, s, stages, below)) {
+                    const double hop = pr_.owner[below] == r ? 0.0 : pr_.comm;
                     last_i = std::max(last_i, last_i_below + hop + pr_.t[s].backward_input);
                 }
                 ends_[r] = std::max(ends_[r], last_i + pr_.t[s].backward_weight);

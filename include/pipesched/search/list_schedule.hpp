@@ -106,10 +106,12 @@ order list_schedule_on(const problem& pr, const std::vector<double>& cap, bool f
         const std::uint32_t s = v == 1 ? pick : pr.stage(pick, run.what.chunk);
         ck.run(s, run.what.k, run.start);
         out[pick].push_back(run.what);
-        // Only the ranks of this stage and of its neighbours can see a change.
+        // Only the ranks of this stage and of its neighbours (the stages it feeds, by the
+        // timing model) can see a change.
         next[pick] = propose(pick);
-        if (s > 0) next[ck.rank_of(s - 1)] = propose(ck.rank_of(s - 1));
-        if (s + 1 < stages) next[ck.rank_of(s + 1)] = propose(ck.rank_of(s + 1));
+        std::uint32_t reader = 0;
+        if (ck.template reader<kind::i>(s, reader)) next[ck.rank_of(reader)] = propose(ck.rank_of(reader));
+        if (ck.template reader<kind::f>(s, reader)) next[ck.rank_of(reader)] = propose(ck.rank_of(reader));
     }
     return out;
 }

@@ -9,7 +9,7 @@
 // I(s+1, i) + p2p (the last stage's I after its own F), W(s, i) after I(s, i). Memory per
 // stage: F adds M_B, I releases M_B - M_W, W releases M_W; its peak must stay within the
 // stage's limit. Durations and the memory rule are the timing model's
-// (analysis/timing_model.hpp): the problem keeps each stage as a stage_costs and asks it. A
+// (timing_model.hpp): the problem keeps each stage as a stage_costs and asks it. A
 // rank's span runs from its first action's start to its last action's end; span is the
 // largest; bubble = (span - m(T_F + T_I + T_W)) / span with the busiest stage's T's. The search
 // minimises span, then makespan.
@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../analysis/timing_model.hpp"
+#include "../timing_model.hpp"
 #include "../policies/explicit_schedule.hpp"
 #include "../shape.hpp"
 

@@ -34,6 +34,10 @@
 //                            sends never block (PyTorch's and Megatron's batched isend/irecv)
 //   usable numbers           usable_cost(): finite and >= 0; finite_time()
 //
+// It sits on the ground floor beside the vocabulary (event.hpp, action.hpp) and includes nothing
+// else of the library, so that every floor above, the generators of detail/ included, asks it
+// instead of writing a rule again (CONTRIBUTING.md, "Layout").
+//
 // Everything here is a small constexpr function on values: the replays inline it into their
 // loops, so a fast path that keeps its state in registers runs these same rules.
 #pragma once
@@ -41,8 +45,8 @@
 #include <cstdint>
 #include <span>
 
-#include "../action.hpp"
-#include "../event.hpp"
+#include "action.hpp"
+#include "event.hpp"
 
 namespace pipesched {
 

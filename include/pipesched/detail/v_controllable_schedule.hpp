@@ -1,5 +1,8 @@
-// pipesched: V-Min and V-Half, the V-shaped zero-bubble schedules whose activation memory is set
-// by construction: about 1/3 (V-Min) and 1/2 (V-Half) of 1F1B's.
+// pipesched internals: what V-Min and V-Half (policies/v_min.hpp, policies/v_half.hpp) share, the
+// V-shaped zero-bubble schedules whose activation memory is set by construction: about 1/3
+// (V-Min) and 1/2 (V-Half) of 1F1B's. The two policies differ only in the memory setup they hand
+// to the generator (detail/v_controllable.hpp); each policy header includes this one, never the
+// other policy.
 //
 // Qi et al., "Pipeline Parallelism with Controllable Memory" (NeurIPS 2024), section 4
 // (V-ZB is `zbv`, V-Half and V-Min trade a little bubble for memory), and the authors'
@@ -21,17 +24,18 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../detail/v_controllable.hpp"
 #include "../policy.hpp"
 #include "../shape.hpp"
-#include "explicit_schedule.hpp"
+#include "stored_order.hpp"
+#include "v_controllable.hpp"
 
 namespace pipesched {
 
 namespace detail {
+
 /// The two policies differ only in the memory setup they hand to the generator.
 template <v_controllable::memory_setup Setup>
-class v_controllable_schedule : public explicit_schedule<placement::v_shape> {
+class v_controllable_schedule : public stored_order<placement::v_shape> {
 public:
     explicit v_controllable_schedule(pipesched::shape s) {
         shape = s;
@@ -40,7 +44,7 @@ public:
 
     [[nodiscard]] shape_check check() const noexcept {
         if (const shape_check c = check_shape(shape); !c) return c;
-        return explicit_schedule<placement::v_shape>::check();
+        return stored_order<placement::v_shape>::check();
     }
 
     /// Most bytes the constructor holds at once for shape s (linear in ranks x microbatches),
@@ -63,24 +67,5 @@ public:
     }
 };
 } // namespace detail
-
-/// V-Min: about 1/3 of 1F1B's activation memory.
-class v_min : public detail::v_controllable_schedule<detail::v_controllable::memory_setup::min> {
-public:
-    static constexpr std::string_view name = "v_min";
-    // Not in PyTorch; accepted in PyTorch's style too (ZBVMin like ZBVZeroBubble).
-    static constexpr schedule_traits traits{.aliases = "zbvmin vminzerobubble",
-        .chunks = chunk_rule::two, .fixed_backward = true};
-    using v_controllable_schedule::v_controllable_schedule;
-};
-
-/// V-Half: about 1/2 of 1F1B's activation memory.
-class v_half : public detail::v_controllable_schedule<detail::v_controllable::memory_setup::half> {
-public:
-    static constexpr std::string_view name = "v_half";
-    static constexpr schedule_traits traits{.aliases = "zbvhalf vhalfzerobubble",
-        .chunks = chunk_rule::two, .fixed_backward = true};
-    using v_controllable_schedule::v_controllable_schedule;
-};
 
 } // namespace pipesched
