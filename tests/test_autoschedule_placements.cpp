@@ -238,19 +238,19 @@ TEST_CASE("autoschedule: costs per global stage describe the placements with tha
     costs.per_stage = {{1.0, 1.0, 1.0}, {0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}, {2.0, 1.0, 1.0}};
     const auto mem = memory_of(unbounded);
     const as::problem v = as::make_problem(s, costs, mem, ps::placement::v_shape, 2);
-    CHECK(v.t[3].forward == 2.0); // stage 3 on rank 0
+    CHECK(v.costs[3].forward == 2.0); // stage 3 on rank 0
     CHECK(v.owner == std::vector<std::uint32_t>{0, 1, 1, 0});
     CHECK(v.rank_work(0) == 4 * (3.0 + 4.0));
     const as::problem loop = as::make_problem(s, costs, mem);
-    CHECK(loop.t[0].forward == 1.5);
-    CHECK(loop.t[1].forward == 2.5);
+    CHECK(loop.costs[0].forward == 1.5);
+    CHECK(loop.costs[1].forward == 2.5);
     // One entry per rank: a chunk is 1/v of it.
     ps::pipeline_costs per_rank = costs_of(1, 1, 1, 0);
     per_rank.per_stage = {{2.0, 2.0, 1.0}, {4.0, 2.0, 2.0}};
     const as::problem vr = as::make_problem(s, per_rank, memory_of(4), ps::placement::v_shape, 2);
-    CHECK(vr.t[1].forward == 2.0); // rank 1's first chunk
-    CHECK(vr.t[2].forward == 2.0); // rank 1's second chunk
-    CHECK(vr.mem[1].activation == 0.5);
+    CHECK(vr.costs[1].forward == 2.0); // rank 1's first chunk
+    CHECK(vr.costs[2].forward == 2.0); // rank 1's second chunk
+    CHECK(vr.costs[1].activation_memory == 0.5);
     CHECK(vr.limit(1) == 4.0);
     const auto r = ps::autoschedule(s, costs, mem);
     REQUIRE(r);

@@ -77,7 +77,7 @@ public:
         start_.ranks.assign(p_, rank_state{});
         start_.end.assign(std::size_t{3} * n_ * m_, unset);
         for (std::uint32_t s = 0; s < n_; ++s) {
-            const ps::stage_times& c = pr_.t[s];
+            const ps::stage_costs& c = pr_.costs[s];
             start_.ranks[rank_[s]].remaining += m_ * (c.forward + c.backward_input + c.backward_weight);
         }
     }
@@ -112,12 +112,12 @@ private:
         return (std::size_t{kind} * n_ + s) * m_ + mb;
     }
     [[nodiscard]] double duration(std::uint32_t kind, std::uint32_t s) const {
-        const ps::stage_times& c = pr_.t[s];
+        const ps::stage_costs& c = pr_.costs[s];
         return kind == f ? c.forward : kind == i ? c.backward_input : c.backward_weight;
     }
     [[nodiscard]] double memory_change(std::uint32_t kind, std::uint32_t s) const {
-        const ps::stage_memory& c = pr_.mem[s];
-        return kind == f ? c.activation : kind == i ? c.weight - c.activation : -c.weight;
+        const ps::stage_costs& c = pr_.costs[s];
+        return kind == f ? c.activation_memory : kind == i ? c.weight_memory - c.activation_memory : -c.weight_memory;
     }
     /// When the input of the action exists (p2p included), or unset.
     [[nodiscard]] double ready(const state& st, const pending_action& a) const {
@@ -333,9 +333,12 @@ ps::autoschedule_result search_alone(const placement_case& pc, std::uint32_t p, 
     const as::problem pr = make_case(pc, p, m, cc, limit);
     ps::pipeline_costs costs{};
     costs.p2p = pr.comm;
-    costs.per_stage = pr.t;
     ps::pipeline_memory memory{};
-    memory.per_stage = pr.mem;
+    for (std::uint32_t s = 0; s < pr.stages(); ++s) { // the problem's stages back as autoschedule()'s input
+        const ps::stage_costs& c = pr.costs[s];
+        costs.per_stage.push_back({c.forward, c.backward_input, c.backward_weight});
+        memory.per_stage.push_back({c.activation_memory, c.weight_memory, pr.limit(pr.owner[s])});
+    }
     ps::autoschedule_options options{};
     options.placement = pc.chunks == 1 ? ps::search_placement::loop
                         : pc.layout == ps::placement::v_shape ? ps::search_placement::v
@@ -407,7 +410,7 @@ double named_over_bound(const cost_case& cc, std::uint32_t p, std::uint32_t m, s
     for (std::uint32_t r = 0; r < p; ++r) {
         const ps::rank_summary& rs = sim.ranks[r];
         span = std::max(span, rs.last_end - rs.first_start);
-        for (std::uint32_t c = 0; c < v; ++c) pr.mem[pr.stage(r, c)].limit = rs.peak_memory;
+        pr.limits[r] = rs.peak_memory;
     }
     const double bound = as::span_lower_bound(pr);
     CHECK(bound <= span * (1 + 1e-12));

@@ -32,6 +32,8 @@
 //   blocking receives        a receive waits for the send of its tensor, which the producing
 //                            stage (sender_stage() of the receiving one) posts after its compute;
 //                            sends never block (PyTorch's and Megatron's batched isend/irecv)
+//   the rank clock           basic_rank_clock / rank_clock: when a rank is free, its first start,
+//                            its memory and peak; the one clock of simulate() and the search
 //   usable numbers           usable_cost(): finite and >= 0; finite_time()
 //
 // It sits on the ground floor beside the vocabulary (event.hpp, action.hpp) and includes nothing
@@ -278,6 +280,49 @@ struct activation_counter {
         if (alive > peak) peak = alive;
     }
 };
+
+// ---------------------------------------------------------------------------------------------
+// The rank clock.
+// ---------------------------------------------------------------------------------------------
+
+/// A rank's clock and memory while a replay runs it, the one clock of every replay (simulate()
+/// and its fast loop, the auto-schedule search's clock): when the rank is free, its first start,
+/// its memory by stage_costs::memory_change() and the peak of it; with Summary, also its busy
+/// time and its live chunk activations (activation_change()), which simulate() reports and the
+/// search, which replays millions of actions, does not need. run() is the one place an action
+/// changes them: the rank is busy from `start` (start_time() of its input and free_at) to `end`.
+template <bool Summary>
+struct basic_rank_clock {
+    double free_at = 0.0;
+    double first_start = 0.0;
+    double memory = 0.0;
+    double peak_memory = 0.0;
+    bool started = false;
+    double busy = 0.0;                ///< Summary only
+    activation_counter activations{}; ///< Summary only
+
+    /// An action of `kind` runs from `start` to `end` and changes the memory by `memory_change`;
+    /// `adds_busy` is false for the second action of an overlapped pair (the same computation).
+    [[gnu::always_inline]] constexpr void run(op kind, double start, double end, double memory_change,
+                                              bool adds_busy = true) noexcept {
+        free_at = end;
+        if constexpr (Summary) {
+            if (adds_busy) busy += end - start;
+        }
+        if (!started) {
+            first_start = start;
+            started = true;
+        }
+        memory += memory_change;
+        if (memory > peak_memory) peak_memory = memory;
+        if constexpr (Summary) activations.add(kind);
+    }
+    /// The end of the rank's last action: a rank is free when its last action ends.
+    [[nodiscard]] constexpr double last_end() const noexcept { return free_at; }
+};
+
+/// The replay's clock, with the summary's busy time and activations.
+using rank_clock = basic_rank_clock<true>;
 
 // ---------------------------------------------------------------------------------------------
 // Usable numbers.

@@ -136,46 +136,16 @@ constexpr void summarise_ranks(Result& out, double Rank::*end, double Rank::*bus
     out.bubble_fraction = fraction / static_cast<double>(out.ranks.size());
 }
 
-/// A rank's clock and memory while the replay runs it: when it is free, its busy time, its
-/// first start and last end, its memory by cost_model::memory_change() and its activations by
-/// activation_change() (timing_model.hpp). run() is the one place an action changes them; the
-/// simulator's fast loop (run_turn) keeps a copy in registers and calls the same run().
-struct rank_clock {
-    double free_at = 0.0;
-    double busy = 0.0;
-    double first_start = 0.0;
-    double last_end = 0.0;
-    double memory = 0.0;
-    double peak_memory = 0.0;
-    activation_counter activations{};
-    bool started = false;
-
-    /// An action of `kind` runs from `start` to `end` and changes the memory by `memory_change`;
-    /// `adds_busy` is false for the second action of an overlapped pair (the same computation).
-    [[gnu::always_inline]] constexpr void run(op kind, double start, double end, double memory_change,
-                                              bool adds_busy = true) noexcept {
-        free_at = end;
-        if (adds_busy) busy += end - start;
-        if (!started) {
-            first_start = start;
-            started = true;
-        }
-        last_end = end;
-        memory += memory_change;
-        if (memory > peak_memory) peak_memory = memory;
-        activations.add(kind);
-    }
-    /// What the rank's summary reports (its idle time comes with the makespan).
-    [[nodiscard]] constexpr rank_summary summary() const noexcept {
-        rank_summary out{};
-        out.busy = busy;
-        out.peak_activations = static_cast<std::uint32_t>(activations.peak);
-        out.peak_memory = peak_memory;
-        out.first_start = first_start;
-        out.last_end = last_end;
-        return out;
-    }
-};
+/// What the rank's summary reports of its clock (its idle time comes with the makespan).
+[[nodiscard]] constexpr rank_summary summary_of(const rank_clock& clock) noexcept {
+    rank_summary out{};
+    out.busy = clock.busy;
+    out.peak_activations = static_cast<std::uint32_t>(clock.activations.peak);
+    out.peak_memory = clock.peak_memory;
+    out.first_start = clock.first_start;
+    out.last_end = clock.last_end();
+    return out;
+}
 
 /// The cost-model replay. Memory: the structure check's table of one byte per (stage,
 /// microbatch), and O(ranks) state plus the results in flight
@@ -500,7 +470,7 @@ private:
         }
         replay_engine<simulator, turn> engine{*this};
         if (!engine.run()) return false;
-        for (std::uint32_t r = 0; r < p; ++r) out.ranks[r] = state_[r].clock.summary();
+        for (std::uint32_t r = 0; r < p; ++r) out.ranks[r] = summary_of(state_[r].clock);
         return true;
     }
 

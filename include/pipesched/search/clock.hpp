@@ -12,7 +12,8 @@
 //   - Within one (stage, kind), microbatches run in order.
 //
 // The state is per global stage (how many F, I, W ran; when each F and I ended) and per rank
-// (when it is free, when it started, memory held and its peak). Copyable: branch and bound
+// (the timing model's rank clock, the one simulate() runs: when it is free, when it started,
+// memory held and its peak). Copyable: branch and bound
 // keeps one per node. basic_clock<false> is the same clock for one stage per rank (stage =
 // rank, every neighbour on another rank), without the placement's look-ups: the evaluation
 // of the search of that placement replays millions of actions. For the same reason each
@@ -105,16 +106,11 @@ public:
     [[gnu::always_inline]] double run(std::uint32_t s, kind k, double ready_at) noexcept {
         stage_state& st = stage_[s];
         rank_state& rs = rank_[rank_of(s)];
-        const double start = start_time(ready_at, rs.free);
+        const double start = start_time(ready_at, rs.free_at);
         const double end = start + st.cost[index(k)];
-        rs.free = end;
-        rs.memory += st.change[index(k)];
-        rs.peak = std::max(rs.peak, rs.memory);
+        rs.run(op_of(k), start, end, st.change[index(k)]);
         std::uint32_t& n = st.n[index(k)];
         if (k == kind::f) {
-            // A rank's first action is an F (an I follows its F, a W its I), so only an F can
-            // be the rank's first start.
-            if (rs.first == missing) rs.first = start;
             end_[at(s, n, kind::f)] = end;
         } else if (k == kind::i) {
             end_[at(s, n, kind::i)] = end;
@@ -142,13 +138,14 @@ public:
         return outcome::ran;
     }
 
-    [[nodiscard]] double free(std::uint32_t r) const noexcept { return rank_[r].free; }
-    [[nodiscard]] double first(std::uint32_t r) const noexcept { return rank_[r].first; }
+    [[nodiscard]] double free(std::uint32_t r) const noexcept { return rank_[r].free_at; }
+    /// When rank r started its first action; missing if it ran none.
+    [[nodiscard]] double first(std::uint32_t r) const noexcept { return rank_[r].started ? rank_[r].first_start : missing; }
     [[nodiscard]] double memory(std::uint32_t r) const noexcept { return rank_[r].memory; }
     /// Every rank's peak memory.
     [[nodiscard]] std::vector<double> peaks() const {
         std::vector<double> out(rank_.size(), 0.0);
-        for (std::size_t r = 0; r < rank_.size(); ++r) out[r] = rank_[r].peak;
+        for (std::size_t r = 0; r < rank_.size(); ++r) out[r] = rank_[r].peak_memory;
         return out;
     }
     [[nodiscard]] double forward_end(std::uint32_t s, std::uint32_t i) const noexcept { return end_[at(s, i, kind::f)]; }
@@ -167,12 +164,8 @@ private:
         bool same_rank_f = false; ///< its F's producer runs on its rank
         bool same_rank_i = false; ///< its I's producer runs on its rank
     };
-    struct rank_state {
-        double free = 0.0;
-        double first = missing;
-        double memory = 0.0;
-        double peak = 0.0;
-    };
+    /// A rank: the timing model's rank clock, without the replay's summary.
+    using rank_state = basic_rank_clock<false>;
 
     [[gnu::always_inline]] static constexpr std::size_t index(kind k) noexcept { return static_cast<std::size_t>(k); }
     /// Where the end of (s, F or I) of microbatch i is kept: F and I of one unit side by side.

@@ -82,6 +82,7 @@ public:
     step_result run_turn(std::uint32_t r, std::uint32_t /*turn: always until blocked*/, Engine& engine) {
         const std::vector<task>& seq = (*order_)[r];
         const std::size_t n = seq.size();
+        const std::uint32_t stages = clock_.stages();
         std::size_t pos = pos_[r];
         step_result out = step_result::ran;
         while (true) {
@@ -93,13 +94,14 @@ public:
                 out = done_here == basic_clock<Chunked>::outcome::failed ? step_result::failed : step_result::blocked;
                 break;
             }
-            // Wake the rank of the stage that reads the result (one branch per kind, so that
-            // the rule folds to its one compare).
+            // Wake the rank of the stage that reads the result (the timing model's receiver;
+            // one branch per tensor, so that the rule folds to its one compare with `stages`
+            // in a register).
             std::uint32_t reader = 0;
             if (a.k == kind::f) {
-                if (clock_.template reader<kind::f>(s, reader)) engine.wake(clock_.rank_of(reader));
+                if (receiver_stage(tensor::activation, s, stages, reader)) engine.wake(clock_.rank_of(reader));
             } else if (a.k == kind::i) {
-                if (clock_.template reader<kind::i>(s, reader)) engine.wake(clock_.rank_of(reader));
+                if (receiver_stage(tensor::gradient, s, stages, reader)) engine.wake(clock_.rank_of(reader));
             }
             if (++pos == n) {
                 out = step_result::finished;

@@ -26,7 +26,7 @@ public:
         for (std::uint32_t r = 0; r < pr.p; ++r) {
             start_.ranks[r].remaining = pr.rank_work(r);
             first_[r] = arrival;
-            arrival += pr.t[pr.stage(r, 0)].forward + pr.comm;
+            arrival += pr.costs[pr.stage(r, 0)].forward + pr.comm;
         }
     }
 
@@ -92,14 +92,14 @@ private:
                 last_i = ck.backward_end(s, pr_.m - 1);
             } else {
                 const std::uint32_t nf = ck.count(s, kind::f);
-                last_i = ck.free(r) + static_cast<double>(pr_.m - nf) * pr_.t[s].forward +
-                         static_cast<double>(pr_.m - ni) * pr_.t[s].backward_input;
+                last_i = ck.free(r) + static_cast<double>(pr_.m - nf) * pr_.costs[s].forward +
+                         static_cast<double>(pr_.m - ni) * pr_.costs[s].backward_input;
                 std::uint32_t below = 0; // the stage that sends s its gradient
                 if (sender_stage(tensor::gradient, s, stages, below)) {
                     const double hop = pr_.owner[below] == r ? 0.0 : pr_.comm;
-                    last_i = std::max(last_i, last_i_below + hop + pr_.t[s].backward_input);
+                    last_i = std::max(last_i, last_i_below + hop + pr_.costs[s].backward_input);
                 }
-                ends_[r] = std::max(ends_[r], last_i + pr_.t[s].backward_weight);
+                ends_[r] = std::max(ends_[r], last_i + pr_.costs[s].backward_weight);
             }
             last_i_below = last_i;
         }

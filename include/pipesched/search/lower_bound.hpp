@@ -105,8 +105,8 @@ struct chain {
 
     explicit chain(const problem& pr) : f(pr.stages() + 1, 0.0), i(pr.stages() + 1, 0.0), c(pr.stages() + 1, 0.0) {
         for (std::uint32_t s = 0; s < pr.stages(); ++s) {
-            f[s + 1] = f[s] + pr.t[s].forward;
-            i[s + 1] = i[s] + pr.t[s].backward_input;
+            f[s + 1] = f[s] + pr.costs[s].forward;
+            i[s + 1] = i[s] + pr.costs[s].backward_input;
             const bool change = s > 0 && pr.owner[s] != pr.owner[s - 1];
             c[s + 1] = c[s] + (change ? pr.comm : 0.0);
         }
@@ -131,16 +131,16 @@ struct chain {
 /// stage own[k]'s total capped at cap[k].
 [[nodiscard]] inline double head_work(const problem& pr, std::span<const std::uint32_t> own, std::span<const double> cap,
                                       double m, double limit) {
-    const double first = pr.mem[own[0]].activation;
+    const double first = pr.costs[own[0]].activation_memory;
     bool alike = true;
-    for (const std::uint32_t s : own) alike = alike && pr.mem[s].activation == first;
+    for (const std::uint32_t s : own) alike = alike && pr.costs[s].activation_memory == first;
     if (alike && first > 0.0) {
         // n whole F's: the n largest pieces (full F's, then one partial F per stage).
         double n = std::min(whole(limit / first), m * static_cast<double>(own.size()));
         struct piece { double value, count; };
         std::vector<piece> pieces;
         for (std::size_t k = 0; k < own.size(); ++k) {
-            const double t = pr.t[own[k]].forward;
+            const double t = pr.costs[own[k]].forward;
             if (t <= 0.0 || cap[k] <= 0.0) continue;
             const double full = std::min(m, whole(cap[k] / t));
             pieces.push_back({t, full});
@@ -160,7 +160,7 @@ struct chain {
     std::vector<item> items;
     double free_work = 0.0;
     for (std::size_t k = 0; k < own.size(); ++k) {
-        const double t = pr.t[own[k]].forward, mb = pr.mem[own[k]].activation;
+        const double t = pr.costs[own[k]].forward, mb = pr.costs[own[k]].activation_memory;
         const double amount = std::min(m * t, std::max(0.0, cap[k]));
         if (amount <= 0.0) continue;
         if (mb <= 0.0) free_work += amount;
@@ -182,22 +182,22 @@ struct chain {
 /// weight within `room`.
 [[nodiscard]] inline double tail_work(const problem& pr, std::span<const std::uint32_t> own, std::span<const double> n,
                                       double room) {
-    const stage_times& t0 = pr.t[own[0]];
-    const stage_memory& m0 = pr.mem[own[0]];
+    const stage_costs& t0 = pr.costs[own[0]];
+    const stage_costs& m0 = pr.costs[own[0]];
     bool alike = true;
     for (const std::uint32_t s : own) {
-        alike = alike && pr.t[s].backward_input == t0.backward_input && pr.t[s].backward_weight == t0.backward_weight &&
-                pr.mem[s].activation == m0.activation && pr.mem[s].weight == m0.weight;
+        alike = alike && pr.costs[s].backward_input == t0.backward_input && pr.costs[s].backward_weight == t0.backward_weight &&
+                pr.costs[s].activation_memory == m0.activation_memory && pr.costs[s].weight_memory == m0.weight_memory;
     }
     if (alike) {
         // Exact: k pairs waiting for I, the rest of the room for pairs waiting for W.
         double total = 0.0;
         for (const double x : n) total += x;
-        const double most_i = m0.activation > 0.0 ? std::min(total, whole(room / m0.activation)) : total;
+        const double most_i = m0.activation_memory > 0.0 ? std::min(total, whole(room / m0.activation_memory)) : total;
         double best = 0.0;
         for (double k = 0.0; k <= most_i; k += 1.0) {
-            const double left = room - k * m0.activation;
-            const double w = m0.weight > 0.0 ? std::min(total - k, whole(left / m0.weight)) : total - k;
+            const double left = room - k * m0.activation_memory;
+            const double w = m0.weight_memory > 0.0 ? std::min(total - k, whole(left / m0.weight_memory)) : total - k;
             best = std::max(best, k * (t0.backward_input + t0.backward_weight) + std::max(0.0, w) * t0.backward_weight);
         }
         return best;
@@ -207,8 +207,8 @@ struct chain {
     // minimum lies at a breakpoint.
     std::vector<double> ys{0.0};
     for (const std::uint32_t s : own) {
-        const double a = pr.t[s].backward_input + pr.t[s].backward_weight, b = pr.t[s].backward_weight;
-        const double mb = pr.mem[s].activation, mw = pr.mem[s].weight;
+        const double a = pr.costs[s].backward_input + pr.costs[s].backward_weight, b = pr.costs[s].backward_weight;
+        const double mb = pr.costs[s].activation_memory, mw = pr.costs[s].weight_memory;
         if (mb > 0.0) ys.push_back(a / mb);
         if (mw > 0.0) ys.push_back(b / mw);
         if (mb != mw) {
@@ -220,10 +220,10 @@ struct chain {
     for (const double y : ys) {
         double v = y * room;
         for (std::size_t k = 0; k < own.size(); ++k) {
-            const stage_times& t = pr.t[own[k]];
-            const stage_memory& mm = pr.mem[own[k]];
-            const double a = t.backward_input + t.backward_weight - y * mm.activation;
-            const double b = t.backward_weight - y * mm.weight;
+            const stage_costs& t = pr.costs[own[k]];
+            const stage_costs& mm = pr.costs[own[k]];
+            const double a = t.backward_input + t.backward_weight - y * mm.activation_memory;
+            const double b = t.backward_weight - y * mm.weight_memory;
             v += n[k] * std::max({0.0, a, b});
         }
         best = std::min(best, v);
@@ -239,11 +239,11 @@ struct chain {
     std::vector<item> items;
     double free_work = 0.0;
     bool alike = true;
-    const double first = std::min(pr.mem[own[0]].activation, pr.mem[own[0]].weight);
+    const double first = std::min(pr.costs[own[0]].activation_memory, pr.costs[own[0]].weight_memory);
     for (const std::uint32_t s : own) {
-        const double weight = std::min(pr.mem[s].activation, pr.mem[s].weight);
-        if (weight <= 0.0) free_work += m * pr.t[s].backward_weight;
-        else items.push_back({pr.t[s].backward_weight, weight});
+        const double weight = std::min(pr.costs[s].activation_memory, pr.costs[s].weight_memory);
+        if (weight <= 0.0) free_work += m * pr.costs[s].backward_weight;
+        else items.push_back({pr.costs[s].backward_weight, weight});
         alike = alike && weight == first;
     }
     if (items.empty()) return free_work;
@@ -290,12 +290,12 @@ struct rank_facts {
 
     double work = 0.0, forward_work = 0.0, weight_work = 0.0, holding = 0.0, lifetime = 0.0;
     for (const std::uint32_t s : own) {
-        const stage_times& t = pr.t[s];
+        const stage_costs& t = pr.costs[s];
         work += pr.work(s);
         forward_work += m * t.forward;
         weight_work += m * t.backward_weight;
-        holding += pr.mem[s].activation;
-        lifetime += m * (pr.mem[s].activation * ch.trip(s, s) + pr.mem[s].weight * t.backward_input);
+        holding += pr.costs[s].activation_memory;
+        lifetime += m * (pr.costs[s].activation_memory * ch.trip(s, s) + pr.costs[s].weight_memory * t.backward_input);
     }
     if (above(holding, limit)) { // step 0
         out.fits = false;
@@ -309,7 +309,7 @@ struct rank_facts {
     double tau = 0.0;
     for (std::size_t k = 0; k < own.size(); ++k) {
         cap[k] = d - ch.forward(s0, own[k]);
-        tau = std::max(tau, ch.forward(s0, own[k]) + pr.t[own[k]].forward);
+        tau = std::max(tau, ch.forward(s0, own[k]) + pr.costs[own[k]].forward);
     }
     const double head = std::max(0.0, d - std::min(d, head_work(pr, own, cap, m, limit)));
 
@@ -322,7 +322,7 @@ struct rank_facts {
     }
     std::vector<double> count(own.size(), m);
     count[0] = m - 1.0;
-    const double available = tail_work(pr, own, count, limit - pr.mem[s0].activation);
+    const double available = tail_work(pr, own, count, limit - pr.costs[s0].activation_memory);
     const double tail = std::max(0.0, d_tail - available);
 
     // Step 4: both windows.
@@ -366,7 +366,7 @@ namespace detail::autosched {
             if (there.stages.front() <= s0) continue;
             double back = bd::infinity;
             for (const std::uint32_t sigma : there.stages) back = std::min(back, ch.backward(sigma, s0));
-            bound = std::max(bound, ch.forward(s0, there.stages.front()) + there.until_last_i + back + pr.t[s0].backward_weight);
+            bound = std::max(bound, ch.forward(s0, there.stages.front()) + there.until_last_i + back + pr.costs[s0].backward_weight);
         }
     }
     return bound;

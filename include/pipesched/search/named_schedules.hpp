@@ -41,7 +41,7 @@ namespace detail::autosched {
 
 /// Per-stage costs (with M_B, M_W) of a problem for simulate(): the stages the search times, as
 /// they are (a full B costs T_I + T_W).
-inline const std::vector<stage_costs>& stage_costs_of(const problem& pr) noexcept { return pr.model; }
+inline const std::vector<stage_costs>& stage_costs_of(const problem& pr) noexcept { return pr.costs; }
 
 /// The chunks a catalogued schedule runs with here: 1, or `chunks` for a multi-chunk schedule
 /// (2 for the V-shaped ones).

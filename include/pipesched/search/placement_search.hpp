@@ -126,7 +126,7 @@ inline placement_result search_one_stage_per_rank(const problem& pr, const autos
 
     // 1. The heuristic's eight variants under the given limit.
     std::vector<double> cap(pr.p);
-    for (std::uint32_t k = 0; k < pr.p; ++k) cap[k] = pr.mem[k].limit;
+    for (std::uint32_t k = 0; k < pr.p; ++k) cap[k] = pr.limit(k);
     const auto run_variants = [&](const std::vector<double>& caps, std::string_view method) {
         for (const bool may_wait : {true, false}) {
             for (const bool catch_up : {true, false}) {
@@ -148,7 +148,7 @@ inline placement_result search_one_stage_per_rank(const problem& pr, const autos
             std::vector<double> tighter(pr.p);
             bool differs = false;
             for (std::uint32_t q = 0; q < pr.p; ++q) {
-                const double c = static_cast<double>(k) * pr.mem[q].activation;
+                const double c = static_cast<double>(k) * pr.costs[q].activation_memory;
                 tighter[q] = std::min(cap[q], std::max(c, pr.smallest_limit(q)));
                 differs = differs || tighter[q] < cap[q];
             }
@@ -250,7 +250,7 @@ inline placement_result search_chunks(const problem& pr, const autoschedule_opti
             bool differs = false;
             for (std::uint32_t r = 0; r < pr.p; ++r) {
                 double chunk = 0.0;
-                for (std::uint32_t c = 0; c < pr.v; ++c) chunk = std::max(chunk, pr.mem[pr.stage(r, c)].activation);
+                for (std::uint32_t c = 0; c < pr.v; ++c) chunk = std::max(chunk, pr.costs[pr.stage(r, c)].activation_memory);
                 tighter[r] = std::min(cap[r], std::max(static_cast<double>(k) * chunk, pr.smallest_limit(r)));
                 differs = differs || tighter[r] < cap[r];
             }

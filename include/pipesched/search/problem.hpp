@@ -150,11 +150,11 @@ struct problem {
     std::uint32_t m = 1;
     std::uint32_t v = 1;
     placement layout = placement::loop;
-    std::vector<stage_times> t{};    ///< per global stage
-    std::vector<stage_memory> mem{}; ///< per global stage; limit is its rank's limit
-    /// Per global stage, t and mem as the timing model's stage_costs (a full B costs T_I + T_W):
-    /// what cost() and memory_change() ask, and what simulate() replays a result with.
-    std::vector<stage_costs> model{};
+    /// Per global stage, its times and memory as the timing model's one cost type (a full B
+    /// costs T_I + T_W): what cost() and memory_change() ask, what every method reads, and what
+    /// simulate() replays a result with. The only copy: nothing converts it again.
+    std::vector<stage_costs> costs{};
+    std::vector<double> limits{};       ///< per rank, its memory limit
     std::vector<std::uint32_t> owner{}; ///< per global stage, its rank
     std::vector<std::uint32_t> at{};    ///< per rank and chunk (r * v + c), the global stage
     double comm = 0.0;
@@ -162,12 +162,12 @@ struct problem {
     [[nodiscard]] std::uint32_t stages() const noexcept { return p * v; }
     [[nodiscard]] std::uint32_t stage(std::uint32_t r, std::uint32_t c) const noexcept { return at[std::size_t{r} * v + c]; }
     [[nodiscard]] std::uint32_t chunk_of(std::uint32_t s) const noexcept { return locate_stage(layout, p, s).chunk; }
-    [[nodiscard]] double limit(std::uint32_t r) const noexcept { return mem[stage(r, 0)].limit; }
-    [[nodiscard]] double cost(std::uint32_t s, kind k) const noexcept { return model[s].duration(op_of(k)); }
-    [[nodiscard]] double memory_change(std::uint32_t s, kind k) const noexcept { return model[s].memory_change(op_of(k)); }
+    [[nodiscard]] double limit(std::uint32_t r) const noexcept { return limits[r]; }
+    [[nodiscard]] double cost(std::uint32_t s, kind k) const noexcept { return costs[s].duration(op_of(k)); }
+    [[nodiscard]] double memory_change(std::uint32_t s, kind k) const noexcept { return costs[s].memory_change(op_of(k)); }
     /// Work of one stage.
     [[nodiscard]] double work(std::uint32_t s) const noexcept {
-        return static_cast<double>(m) * (t[s].forward + t[s].backward_input + t[s].backward_weight);
+        return static_cast<double>(m) * (costs[s].forward + costs[s].backward_input + costs[s].backward_weight);
     }
     /// Work of one rank (all its chunks).
     [[nodiscard]] double rank_work(std::uint32_t r) const noexcept {
@@ -188,9 +188,9 @@ struct problem {
         double held = 0.0;
         double most = 0.0;
         for (std::uint32_t c = 0; c < v; ++c) {
-            const stage_memory& mm = mem[stage(r, c)];
-            most = std::max(most, held + std::max(mm.activation, mm.weight));
-            held += mm.activation;
+            const stage_costs& mm = costs[stage(r, c)];
+            most = std::max(most, held + std::max(mm.activation_memory, mm.weight_memory));
+            held += mm.activation_memory;
         }
         return most;
     }
@@ -242,8 +242,8 @@ inline problem make_problem(const shape& s, const pipeline_costs& costs, const p
     pr.layout = layout;
     pr.comm = costs.p2p;
     const std::uint32_t stages = pr.stages();
-    pr.t.resize(stages);
-    pr.mem.resize(stages);
+    pr.costs.resize(stages);
+    pr.limits.assign(pr.p, std::numeric_limits<double>::infinity());
     pr.owner.resize(stages);
     pr.at.resize(stages);
     const auto scale_times = [](const stage_times& x, double k) {
@@ -261,26 +261,23 @@ inline problem make_problem(const shape& s, const pipeline_costs& costs, const p
             const std::uint32_t st = stage_of(layout, pr.p, r, c);
             pr.at[std::size_t{r} * v + c] = st;
             pr.owner[st] = r;
-            pr.t[st] = v == 1 && costs.per_stage.size() == pr.p ? costs.per_stage[r]
-                       : stage_entry(costs.uniform, costs.per_stage, pr.p, v, st, r, scale_times, add_times);
-            pr.mem[st] = v == 1 && memory.per_stage.size() == pr.p ? memory.per_stage[r]
-                         : stage_entry(memory.uniform, memory.per_stage, pr.p, v, st, r, scale_memory, add_memory);
+            // The input's entry for this stage, in the input's terms, then once into the
+            // timing model's stage_costs: the problem's only copy.
+            const stage_times t = v == 1 && costs.per_stage.size() == pr.p
+                                      ? costs.per_stage[r]
+                                      : stage_entry(costs.uniform, costs.per_stage, pr.p, v, st, r, scale_times, add_times);
+            const stage_memory mm = v == 1 && memory.per_stage.size() == pr.p
+                                        ? memory.per_stage[r]
+                                        : stage_entry(memory.uniform, memory.per_stage, pr.p, v, st, r, scale_memory, add_memory);
+            stage_costs& out = pr.costs[st];
+            out.forward = t.forward;
+            out.backward_input = t.backward_input;
+            out.backward_weight = t.backward_weight;
+            out.backward = t.backward_input + t.backward_weight;
+            out.activation_memory = mm.activation;
+            out.weight_memory = mm.weight;
+            pr.limits[r] = std::min(pr.limits[r], mm.limit); // one limit per rank: its stages' smallest
         }
-    }
-    for (std::uint32_t r = 0; r < pr.p; ++r) { // one limit per rank
-        double limit = pr.mem[pr.stage(r, 0)].limit;
-        for (std::uint32_t c = 1; c < v; ++c) limit = std::min(limit, pr.mem[pr.stage(r, c)].limit);
-        for (std::uint32_t c = 0; c < v; ++c) pr.mem[pr.stage(r, c)].limit = limit;
-    }
-    pr.model.resize(stages);
-    for (std::uint32_t st = 0; st < stages; ++st) {
-        stage_costs& c = pr.model[st];
-        c.forward = pr.t[st].forward;
-        c.backward_input = pr.t[st].backward_input;
-        c.backward_weight = pr.t[st].backward_weight;
-        c.backward = pr.t[st].backward_input + pr.t[st].backward_weight;
-        c.activation_memory = pr.mem[st].activation;
-        c.weight_memory = pr.mem[st].weight;
     }
     return pr;
 }

@@ -49,7 +49,7 @@ template <class Deferred>
 order capped_one_f_one_b(const problem& pr, const std::vector<double>& cap, Deferred deferred) {
     order out(pr.p);
     for (std::uint32_t s = 0; s < pr.p; ++s) {
-        const double per_f = pr.mem[s].activation;
+        const double per_f = pr.costs[s].activation_memory;
         const double fits = per_f > 0.0 ? std::floor(cap[s] / per_f + 1e-9) : static_cast<double>(pr.m);
         const auto in_flight = static_cast<std::uint32_t>(std::clamp(fits, 1.0, static_cast<double>(pr.p - s)));
         const std::uint32_t pending_w = deferred(s);
@@ -230,13 +230,13 @@ inline std::vector<stage_template> round_trip_template(const problem& pr, const 
     std::vector<stage_template> tp(pr.p);
     std::vector<double> trip(pr.p, 0.0);
     for (std::uint32_t s = pr.p - 1; s-- > 0;) {
-        trip[s] = trip[s + 1] + pr.t[s + 1].forward + pr.t[s + 1].backward_input + 2 * pr.comm;
+        trip[s] = trip[s + 1] + pr.costs[s + 1].forward + pr.costs[s + 1].backward_input + 2 * pr.comm;
     }
     for (std::uint32_t s = 0; s < pr.p; ++s) {
-        const double wait = pr.t[s].forward + trip[s]; // start of F(s, 0) to the earliest start of I(s, 0)
-        const double f = std::max(pr.t[s].forward, 1e-9);
+        const double wait = pr.costs[s].forward + trip[s]; // start of F(s, 0) to the earliest start of I(s, 0)
+        const double f = std::max(pr.costs[s].forward, 1e-9);
         const double by_time = std::ceil(wait / f - 1e-9);
-        const double mb = pr.mem[s].activation;
+        const double mb = pr.costs[s].activation_memory;
         const double by_memory = mb > 0.0 ? std::floor(cap[s] / mb + 1e-9) : static_cast<double>(pr.m);
         const double w = std::clamp(std::min(by_time, by_memory), 1.0, static_cast<double>(pr.m));
         tp[s].warmup = static_cast<std::uint32_t>(w);

@@ -611,7 +611,7 @@ void v_building_block_orders(const problem& pr, Consider&& consider) {
     // The limit in chunk activations: the fewest of any rank, counted with its larger chunk.
     std::int64_t cap = 2 * std::int64_t{pr.p};
     for (std::uint32_t r = 0; r < pr.p; ++r) {
-        const double chunk = std::max(pr.mem[pr.stage(r, 0)].activation, pr.mem[pr.stage(r, 1)].activation);
+        const double chunk = std::max(pr.costs[pr.stage(r, 0)].activation_memory, pr.costs[pr.stage(r, 1)].activation_memory);
         if (chunk <= 0.0) continue;
         // Compared as a double first: an unbounded limit (infinity) fits every block.
         if (const double fit = std::floor(pr.limit(r) / chunk + 1e-9); fit < static_cast<double>(cap))
