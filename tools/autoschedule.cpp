@@ -10,6 +10,7 @@
 #include <pipesched/search/named_schedules.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>
+#include <pipesched/io/svg.hpp>
 #include <pipesched/io/terminal_timeline.hpp>
 
 #include "cli.hpp"
@@ -36,7 +37,8 @@ constexpr std::array<flag_spec, 9> autoschedule_flags{{
      "stages on ranks: one per rank, a V of two chunks, the interleaved loop of --chunks, or the best of all",
      "any", false},
     {"chunks", "V", "chunks per rank of the interleaved placement, 2..64", "2", false},
-    {"format", "text|json|csv", "timeline and ranking, JSON, or the order as PyTorch CSV", "text", false},
+    {"format", "text|json|csv|svg", "timeline and ranking, JSON, the order as PyTorch CSV, or its diagram as SVG",
+     "text", false},
 }};
 
 /// KEY=VALUE,... with keys from `keys`; calls set(key, value) for each (cli.hpp's rules).
@@ -249,19 +251,35 @@ std::string json_report(const pipesched::autoschedule_result& r,
     return s;
 }
 
-std::string text_report(const request& req, const pipesched::autoschedule_result& r,
-                        const std::vector<pipesched::named_schedule_result>& named) {
+/// The answer replayed under the request's costs, its records kept for a timeline.
+pipesched::simulation replay_answer(const request& req, const pipesched::autoschedule_result& r,
+                                    pipesched::chrome_trace_sink& records) {
     const std::vector<pipesched::stage_costs> per_stage =
         pipesched::to_stage_costs(req.dims, req.costs, req.memory, r.layout, r.chunks);
     pipesched::cost_model model{};
     model.per_stage = per_stage;
     model.p2p_latency = req.costs.p2p;
-    pipesched::chrome_trace_sink records;
-    const pipesched::simulation replay =
-        r.visit([&](const auto& sched) { return pipesched::simulate(sched, model, records); });
+    return r.visit([&](const auto& sched) { return pipesched::simulate(sched, model, records); });
+}
+
+/// "autoschedule p=4 m=8 (v placement, 2 chunks per rank, <method>, optimal ...)".
+std::string answer_title(const request& req, const pipesched::autoschedule_result& r) {
     const std::string where = r.chunks == 1 ? "" : std::string{placement_name(r)} + " placement, " + number_text(r.chunks) + " chunks per rank, ";
-    std::string s = "autoschedule p=" + number_text(req.dims.ranks) + " m=" + number_text(req.dims.microbatches) +
-                    " (" + where + std::string{r.method} + (r.proven_optimal ? ", optimal among the searched placements" : "") + ")\n";
+    return "autoschedule p=" + number_text(req.dims.ranks) + " m=" + number_text(req.dims.microbatches) + " (" + where +
+           std::string{r.method} + (r.proven_optimal ? ", optimal among the searched placements" : "") + ")";
+}
+
+std::string svg_report(const request& req, const pipesched::autoschedule_result& r) {
+    pipesched::chrome_trace_sink records;
+    const pipesched::simulation replay = replay_answer(req, r, records);
+    return pipesched::to_svg(records.records(), replay, {.title = answer_title(req, r)});
+}
+
+std::string text_report(const request& req, const pipesched::autoschedule_result& r,
+                        const std::vector<pipesched::named_schedule_result>& named) {
+    pipesched::chrome_trace_sink records;
+    const pipesched::simulation replay = replay_answer(req, r, records);
+    std::string s = answer_title(req, r) + "\n";
     s += pipesched::render_terminal_timeline(records.records(), {}, replay.stages);
     const auto peak = [](const std::vector<double>& xs) {
         return xs.empty() ? 0.0 : *std::max_element(xs.begin(), xs.end());
@@ -292,7 +310,7 @@ std::string text_report(const request& req, const pipesched::autoschedule_result
 }
 
 int run_autoschedule(const parsed_args& args) {
-    const std::string format = format_choice(args, {"text", "json", "csv"});
+    const std::string format = format_choice(args, {"text", "json", "csv", "svg"});
     const request req = read_request(args);
     const pipesched::autoschedule_result r = pipesched::autoschedule(req.dims, req.costs, req.memory, req.options);
     if (!r) {
@@ -304,6 +322,8 @@ int run_autoschedule(const parsed_args& args) {
     std::string s;
     if (format == "csv") {
         s = r.visit([](const auto& sched) { return pipesched::write_csv(sched); });
+    } else if (format == "svg") {
+        s = svg_report(req, r);
     } else {
         const std::vector<pipesched::named_schedule_result> named = named_that_fit(req);
         s = format == "json" ? json_report(r, named) : text_report(req, r, named);
@@ -328,7 +348,8 @@ const command_spec autoschedule_command{
     "text: the timeline and a ranking of every named schedule that fits; json: placement, chunks,\n"
     "order (PyTorch actions per rank, global stage numbers), span, makespan, bubble_fraction,\n"
     "peak_memory, lower_bound, gap and bound_scope (the placements the bound and proven_optimal speak\n"
-    "of); csv: the order as PyTorch CSV. Exit status 1 when no schedule fits the limit, 2 for bad input.",
+    "of); csv: the order as PyTorch CSV; svg: the answer's pipeline diagram (docs/diagrams.md). Exit\n"
+    "status 1 when no schedule fits the limit, 2 for bad input.",
     autoschedule_flags, run_autoschedule};
 
 } // namespace pipesched::cli

@@ -11,6 +11,8 @@
 #include <pipesched/chakra/export.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/csv.hpp>
+#include <pipesched/io/json.hpp>
+#include <pipesched/io/svg.hpp>
 #include <pipesched/plan/hf_config.hpp>
 #include <pipesched/plan/megatron_args.hpp>
 #include <pipesched/plan/plan.hpp>
@@ -44,7 +46,8 @@ constexpr std::array<flag_spec, 21> plan_flags{{
      "", false},
     {"no-autoschedule", "", "leave the auto-scheduler out of the ranking", "", false},
     {"format", "text|json", "the report as text, or the whole document as JSON", "text", false},
-    {"emit", "csv|chakra|chrome", "also write the recommended schedule: PyTorch CSV, Chakra traces, or a trace", "",
+    {"emit", "csv|chakra|chrome|svg",
+     "also write the recommended schedule: PyTorch CSV, Chakra traces, a trace, or its diagram in seconds", "",
      false},
     {"out", "PATH", "where --emit writes (for chakra, the prefix of PATH.<rank>.et)", "", false},
     {"search", "", "search the layout too: TP, PP, CP, EP, DP, micro-batch, recompute, distributed optimizer "
@@ -214,7 +217,7 @@ void append_text_report(std::string& s, const pl::model_config& m, const pl::tra
 }
 
 /// Writes the recommended schedule with the costs plan() replayed it under: PyTorch CSV, a
-/// Chrome trace (microseconds), or Chakra traces of one data-parallel replica's whole iteration
+/// Chrome trace (microseconds), its SVG diagram (seconds), or Chakra traces of one data-parallel replica's whole iteration
 /// (durations rounded to whole microseconds, as Chakra stores them). Returns the files written.
 std::vector<std::string> emit(std::string_view kind, const std::string& path, const pl::model_config& m,
                               const pl::training_config& t, const pl::gpu_spec& g, const pl::plan_options& o,
@@ -240,6 +243,18 @@ std::vector<std::string> emit(std::string_view kind, const std::string& path, co
             if (!sim)
                 fail("the recommended schedule's replay failed: " + std::string{pipesched::describe(sim.check)});
             write_output(path, pipesched::chrome_trace(records.records()));
+            files.push_back(path);
+        } else if (kind == "svg") {
+            const pipesched::cost_model seconds{{}, costs.per_stage, costs.p2p, false};
+            pipesched::chrome_trace_sink records;
+            const pipesched::simulation sim = pipesched::simulate(pol, seconds, records);
+            if (!sim)
+                fail("the recommended schedule's replay failed: " + std::string{pipesched::describe(sim.check)});
+            pipesched::svg_options options{};
+            options.title = best.name + " p=" + number_text(t.pipeline_parallel) + " m=" + number_text(r.microbatches) +
+                            " v=" + number_text(best.chunks) + ", recommended by plan (" + m.name + ", " + std::string{g.name} + ")";
+            options.unit = "s";
+            write_output(path, pipesched::to_svg(records.records(), sim, options));
             files.push_back(path);
         } else {
             pipesched::iteration_cost_model ic{};
@@ -281,8 +296,8 @@ int run_plan(const parsed_args& args) {
     const std::string format = format_choice(args, {"text", "json"});
     const auto emit_kind = args.get("emit");
     const auto out_path = args.get("out");
-    if (emit_kind && *emit_kind != "csv" && *emit_kind != "chakra" && *emit_kind != "chrome")
-        fail("--emit must be csv, chakra or chrome, got " + quoted(*emit_kind));
+    if (emit_kind && *emit_kind != "csv" && *emit_kind != "chakra" && *emit_kind != "chrome" && *emit_kind != "svg")
+        fail("--emit must be csv, chakra, chrome or svg, got " + quoted(*emit_kind));
     if (emit_kind && !out_path)
         fail("--emit needs --out PATH");
     if (out_path && !emit_kind)

@@ -4,6 +4,7 @@
 #include <pipesched/analysis/simulate_iteration.hpp>
 #include <pipesched/io/chrome_trace.hpp>
 #include <pipesched/io/json.hpp>
+#include <pipesched/io/svg.hpp>
 #include <pipesched/io/terminal_timeline.hpp>
 #include <pipesched/iteration.hpp>
 
@@ -19,10 +20,10 @@ constexpr std::array<flag_spec, 11> simulate_flags{{
     {"csv", "FILE", "replay this PyTorch CSV schedule (- for standard input) instead of --schedule", "", false},
     cost_flag,
     {"fill-w", "", "a rank that would idle runs its next ready W instead", "", false},
-    {"format", "text|json|chrome", "timeline and summary, summary as JSON, or a Chrome/Perfetto trace", "text",
-     false},
-    {"iteration", "", "chrome only: the whole iteration (p2p, loss, grad sync, optimizer) on their own tracks", "",
-     false},
+    {"format", "text|json|chrome|svg",
+     "timeline and summary, summary as JSON, a Chrome/Perfetto trace, or the pipeline diagram as SVG", "text", false},
+    {"iteration", "", "chrome and svg only: the whole iteration (p2p, loss, grad sync, optimizer) on their own tracks",
+     "", false},
 }};
 
 struct summary_head {
@@ -153,13 +154,15 @@ int run_simulate_csv(const parsed_args& args, std::string_view format, const cos
     pipesched::chrome_trace_sink records;
     pipesched::discard_timeline none{};
     const pipesched::simulation sim =
-        format == "text" ? pipesched::simulate(in.compute, model, records, 0, layout)
+        format == "text" || format == "svg" ? pipesched::simulate(in.compute, model, records, 0, layout)
                          : pipesched::simulate(in.compute, model, none, 0, layout);
     if (!sim)
         refused(in.label, sim.check);
     require_finite(sim);
     std::string s;
-    if (format == "json") {
+    if (format == "svg") {
+        s = pipesched::to_svg(records.records(), sim, {.title = title});
+    } else if (format == "json") {
         append_summary_json(s, {"csv", std::string{*args.get("csv")}, static_cast<std::uint32_t>(in.guess.ranks),
                                 in.guess.microbatches, in.guess.chunks}, sim);
         s += '\n';
@@ -172,19 +175,24 @@ int run_simulate_csv(const parsed_args& args, std::string_view format, const cos
 
 /// What the replay of one format holds per (stage, microbatch) unit (memory_budget): the
 /// structural checks; for the iteration, its checks or, after them, its replay's times; for
-/// text, also the timeline's records of up to three actions per unit (F, I, W) in a vector
-/// that may hold twice what it uses.
+/// text and svg, also the timeline's records of up to three actions per unit (F, I, W) in a
+/// vector that may hold twice what it uses; for the iteration's svg, up to eight (F, I, W,
+/// recompute, loss and the p2p ops the unit sends and receives).
 constexpr std::uint64_t memory_per_unit(std::string_view format, bool whole_iteration) {
-    if (whole_iteration)
-        return std::max(pipesched::iteration_check_bytes_per_unit, pipesched::iteration_replay_bytes_per_unit);
-    if (format == "text")
+    if (whole_iteration) {
+        const std::uint64_t replay =
+            std::max(pipesched::iteration_check_bytes_per_unit, pipesched::iteration_replay_bytes_per_unit);
+        return format == "svg" ? replay + 2 * 8 * sizeof(pipesched::timed_action) : replay;
+    }
+    if (format == "text" || format == "svg")
         return pipesched::structure_check_bytes_per_unit + 2 * 3 * sizeof(pipesched::timed_action);
     return pipesched::structure_check_bytes_per_unit;
 }
 
 // The help text below and README.md give these numbers.
 static_assert(memory_budget == std::uint64_t{4} << 30 && memory_per_unit("json", false) == 1 &&
-                  memory_per_unit("text", false) == 241 && memory_per_unit("chrome", true) == 32,
+                  memory_per_unit("text", false) == 241 && memory_per_unit("svg", false) == 241 &&
+                  memory_per_unit("chrome", true) == 32 && memory_per_unit("svg", true) == 672,
               "update simulate's and compare's help texts and README.md (Command line) to the memory estimates");
 
 // Long: the flags, the memory estimate and the three formats (the Chrome trace of a schedule
@@ -192,9 +200,9 @@ static_assert(memory_budget == std::uint64_t{4} << 30 && memory_per_unit("json",
 // one with_requested_schedule call; split, each part would take all of them as parameters.
 int run_simulate(const parsed_args& args) {
     const cost_request costs = read_costs(args);
-    const std::string format = format_choice(args, {"text", "json", "chrome"});
-    if (args.get("iteration") && format != "chrome")
-        fail("--iteration applies only to --format chrome, not to " + format);
+    const std::string format = format_choice(args, {"text", "json", "chrome", "svg"});
+    if (args.get("iteration") && format != "chrome" && format != "svg")
+        fail("--iteration applies only to --format chrome or svg, not to " + format);
     if (args.get("csv"))
         return run_simulate_csv(args, format, costs);
     for (const std::string_view flag : {"schedule", "ranks", "microbatches"}) {
@@ -207,7 +215,8 @@ int run_simulate(const parsed_args& args) {
     estimate.bytes_per_unit = memory_per_unit(format, args.get("iteration").has_value());
     estimate.build_bytes = schedule_build_bytes(req.id, req.options.shape);
     require_within_budget(estimate, "simulate --format " + format + (args.get("iteration") ? " --iteration" : ""),
-                          format == "text" ? "--format json or chrome keep no timeline; or fewer ranks, chunks or microbatches"
+                          format == "text" || format == "svg"
+                              ? "--format json or chrome keep no timeline; or fewer ranks, chunks or microbatches"
                                            : "use fewer ranks, chunks or microbatches");
     return with_requested_schedule(req, [&](const auto& pol) -> int {
         using policy = std::remove_cvref_t<decltype(pol)>;
@@ -258,15 +267,28 @@ int run_simulate(const parsed_args& args) {
                        number_text(std::uint64_t{pol.shape.ranks} * pol.shape.chunks * pol.shape.microbatches) +
                        " (stage, microbatch) units)");
         pipesched::chrome_trace_sink records;
+        if (format == "svg" && args.get("iteration")) {
+            // As the Chrome trace's iteration: Megatron's defaults, communication free.
+            pipesched::iteration_cost_model it_costs{};
+            it_costs.compute = model;
+            pipesched::as_timed_actions<pipesched::chrome_trace_sink> adapter{&records, policy::layout, pol.shape.ranks};
+            const pipesched::iteration_simulation sim = pipesched::simulate(pipesched::iteration{pol}, it_costs, adapter);
+            if (!sim.check)
+                refused(name, sim.check);
+            out.append(pipesched::to_svg(records.records(), sim, {.title = title + " (one iteration)"}));
+            return finish_output(out);
+        }
         pipesched::discard_timeline none{};
         // The summary alone needs no records.
-        const pipesched::simulation sim =
-            format == "text" ? pipesched::simulate(pol, model, records) : pipesched::simulate(pol, model, none);
+        const pipesched::simulation sim = format == "text" || format == "svg" ? pipesched::simulate(pol, model, records)
+                                                                              : pipesched::simulate(pol, model, none);
         if (!sim)
             refused(name, sim.check);
         require_finite(sim);
         std::string s;
-        if (format == "json") {
+        if (format == "svg") {
+            s = pipesched::to_svg(records.records(), sim, {.title = title});
+        } else if (format == "json") {
             append_summary_json(s, {pol.policy_name(), {}, sim.shape.ranks, sim.shape.microbatches, sim.shape.chunks}, sim);
             s += '\n';
         } else {
@@ -279,14 +301,16 @@ int run_simulate(const parsed_args& args) {
 
 } // namespace
 
-const command_spec simulate_command{"simulate", "replay a schedule on a cost model: timeline, summary JSON or Chrome trace",
+const command_spec simulate_command{"simulate", "replay a schedule on a cost model: timeline, summary JSON, Chrome trace or SVG diagram",
      "Replays the schedule (or, with --csv FILE, a schedule read from PyTorch CSV) with the given\n"
      "costs. text: a timeline (one row per rank, '.' idle) and the summary; json: {makespan,\n"
      "bubble_fraction, peak_activations, busy, idle} per rank (and exposed_all_to_all when --cost\n"
      "gives MoE all-to-all); chrome: trace-event JSON for ui.perfetto.dev or chrome://tracing,\n"
-     "written as it is produced (about 340 bytes per action). A shape whose replay would hold more\n"
-     "than 4 GiB (1 byte per stage and microbatch; 241 with the text timeline, 32 with\n"
-     "--iteration) is refused with exit 2; anything smaller runs, showing its progress on a\n"
+     "written as it is produced (about 340 bytes per action); svg: the pipeline diagram (ranks as\n"
+     "rows, one box per action with its microbatch, bubble fraction in the title;\n"
+     "docs/diagrams.md). A shape whose replay would hold more than 4 GiB (1 byte per stage and\n"
+     "microbatch; 241 with the text timeline or svg, 32 with --iteration, 672 with --iteration\n"
+     "--format svg) is refused with exit 2; anything smaller runs, showing its progress on a\n"
      "terminal after a second.",
      simulate_flags, run_simulate};
 
