@@ -329,7 +329,8 @@ constexpr pipesched::shape small_multi{8, 32, 2};
             pipesched::with_schedule(info.id, o, [&](const auto& pol) {
                 using P = std::remove_cvref_t<decltype(pol)>;
                 add("BM_ratio_order", pol.name, pol, &bm_ratio_order<P>);
-                add("BM_ratio_iteration", pol.name, pol, &bm_ratio_iteration<P>);
+                if (pipesched::iteration{pol}.check()) // DualPipe's iteration is refused (two pipelines)
+                    add("BM_ratio_iteration", pol.name, pol, &bm_ratio_iteration<P>);
                 add("BM_ratio_replay", pol.name, pol, &bm_ratio_replay<P>);
             });
         }
