@@ -471,6 +471,14 @@ class Schedule:
                 f.write(text)
         return text
 
+    def to_svg(self) -> str:
+        """The pipeline diagram (ranks as rows, one box per action) at unit costs, as SVG."""
+        return self._handle.to_svg()
+
+    def _repr_svg_(self) -> str:
+        """What a notebook shows for a schedule: its diagram."""
+        return self.to_svg()
+
     def to_chakra(self, costs: Optional[IterationCosts] = None, *, data_parallel: int = 1,
                   grad_sync_collective: str = "all_reduce", activation_bytes: int = 1 << 20,
                   gradient_bytes: int = 1 << 26, parameter_bytes: int = 1 << 26,

@@ -8,6 +8,7 @@
 #include <pipesched/analysis/validate.hpp>
 #include <pipesched/catalog.hpp>
 #include <pipesched/io/csv.hpp>
+#include <pipesched/io/svg.hpp>
 #include <pipesched/iteration.hpp>
 #include <pipesched/policies/explicit_schedule.hpp>
 #include <pipesched/version.hpp>
@@ -284,6 +285,16 @@ PYBIND11_MODULE(_pipesched, m) {
                 {
                     py::gil_scoped_release nogil;
                     text = ps::write_csv(pol);
+                }
+                return text;
+            });
+        })
+        .def("to_svg", [](const schedule_handle& h) {
+            return h.visit([](const auto& pol) {
+                std::string text;
+                {
+                    py::gil_scoped_release nogil;
+                    text = ps::to_svg(pol); // unit costs: F = 1, B = 2, I = W = 1
                 }
                 return text;
             });

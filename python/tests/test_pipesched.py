@@ -213,6 +213,26 @@ class Csv(unittest.TestCase):
             ps.write_csv([["0F0x"]])
 
 
+class Diagram(unittest.TestCase):
+    def test_svg_one_box_per_action(self):
+        import xml.etree.ElementTree as ET
+        for name, m in [("1F1B", 8), ("ZBVZeroBubble", 8), ("DualPipeV", 8)]:
+            s = ps.schedule(name, ranks=4, microbatches=m)
+            svg = s._repr_svg_()
+            self.assertEqual(svg, s.to_svg())
+            root = ET.fromstring(svg)
+            self.assertTrue(root.tag.endswith("svg"), name)
+            boxes = [r for r in root.iter() if r.tag.endswith("rect")
+                     and r.get("class", "").startswith("ps-")
+                     and r.get("class") not in ("ps-idle", "ps-key", "ps-page")]
+            # PyTorch's "(a;b)OVERLAP_F_B" is one action string holding two compute actions.
+            compute = sum(2 if "OVERLAP_F_B" in a else 1 for rank in s.actions() for a in rank
+                          if any(k in a for k in ("F", "B", "I", "W")) and "SEND" not in a and "RECV" not in a)
+            self.assertGreater(len(boxes), 0, name)
+            # An overlapped F&B pair is drawn as two half-height boxes, one per action.
+            self.assertEqual(len(boxes), compute, name)
+
+
 class Chakra(unittest.TestCase):
     def test_traces_and_groups(self):
         s = ps.schedule("1F1B", ranks=2, microbatches=2)
