@@ -3,18 +3,15 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include <pipesched/io/json.hpp>
 #include <pipesched/plan/layout_search.hpp>
 
 #include "plan_search.hpp"
+#include "progress.hpp"
 
 namespace pipesched::cli {
 namespace {
@@ -130,32 +127,6 @@ void append_list_json(std::string& s, const std::vector<pl::layout_candidate>& r
     s += ']';
 }
 
-/// A one-line progress bar on stderr when it is a terminal and the search has run for a second.
-class progress_bar {
-  public:
-    progress_bar() : tty_{isatty(STDERR_FILENO) == 1 || std::getenv("PIPESCHED_PROGRESS") != nullptr} {}
-    ~progress_bar() {
-        if (shown_) std::fputs("\r\033[K", stderr);
-    }
-    progress_bar(const progress_bar&) = delete;
-    progress_bar& operator=(const progress_bar&) = delete;
-    void operator()(std::size_t done, std::size_t all) {
-        if (!tty_) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - start_ < std::chrono::seconds{1} || now - last_ < std::chrono::milliseconds{100}) return;
-        last_ = now;
-        shown_ = true;
-        std::fprintf(stderr, "\rsearching layouts: %zu of %zu", done, all);
-        std::fflush(stderr);
-    }
-
-  private:
-    bool tty_;
-    bool shown_ = false;
-    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point last_{};
-};
-
 } // namespace
 
 int run_plan_search(const parsed_args& args, const pl::megatron_arguments& ma, const pl::gpu_spec& g,
@@ -190,8 +161,14 @@ int run_plan_search(const parsed_args& args, const pl::megatron_arguments& ma, c
     if (t.microbatches != 0) fail("--search chooses the micro-batch size: give --global-batch-size, not --microbatches");
     if (t.global_batch == 0) fail("--search needs --global-batch-size after --");
     if (t.seq_length == 0) fail("--search needs --seq-length after --");
-    progress_bar bar;
-    space.progress = [&](std::size_t done, std::size_t all) { bar(done, all); };
+    // The search calls this serialised; the second pass starts with a jump past the layouts
+    // it does not revisit, so the count advances by the difference.
+    std::size_t reported = 0;
+    space.progress = [&](std::size_t done, std::size_t all) {
+        if (reported == 0) progress::task("searching the layouts of " + m.name, all, "layout steps");
+        progress::advance(done - reported);
+        reported = done;
+    };
     const pl::layout_search_result r = pl::search_layouts(m, t, g, o, space);
     std::string s;
     if (format == "json") {

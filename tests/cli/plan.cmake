@@ -139,3 +139,8 @@ pipesched_cli_error(plan_fp8_format "--fp8-format: expected hybrid or e4m3, got 
     plan ${plan_8b} ${plan_8b_args} --fp8-format e5m2)
 pipesched_cli_error(plan_optimizer "--optimizer: expected adam or sgd, got 'lamb'"
     plan ${plan_8b} ${plan_8b_args} --optimizer lamb)
+# The search's progress goes through the tool's one reporter (tools/progress.hpp), forced here.
+pipesched_cli_test(plan_search_progress ENV PIPESCHED_PROGRESS=0 ARGS plan --search --top 1 --jobs 1 --no-autoschedule
+    ${plan_search_8b} ${plan_search_args}
+    STDOUT "^layout search: llama on 8 x h100"
+    STDERR "^(pipesched plan: [^\n]*\n)*pipesched plan: searching the layouts of llama, [0-9]+ of [0-9]+ layout steps [(]100 %[)][^\n]*, done\n$")
